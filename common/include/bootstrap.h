@@ -1,0 +1,83 @@
+/*
+ * Rank bootstrap: start one rank per GPU and let the ranks talk to each other
+ * outside NCCL (hand out the ncclUniqueId, gather output lines, agree on the
+ * exit status).
+ *
+ * Two builds share this interface:
+ *   - pthread mode (default): one thread per GPU in one process; NTHREADS
+ *     picks how many.
+ *   - MPI mode (make MPI=1, compiled with USE_MPI): one process per GPU, as
+ *     many as mpirun starts; each uses the GPU of its node-local rank.
+ *
+ * Exit statuses of the programs (documented in the README):
+ *   0  success
+ *   1  run-time failure: no usable GPU, a CUDA/NCCL/MPI call failed, NCCL too
+ *      old, or a result was wrong
+ *   2  usage error: bad option or NTHREADS, or more ranks than GPUs
+ */
+#ifndef BOOTSTRAP_H
+#define BOOTSTRAP_H
+
+#include <stddef.h>
+
+#include <nccl.h>
+
+#include "options.h"
+
+#define EXIT_USAGE 2
+
+/* State shared by all ranks of one run (barrier, exchange slots). Owned by
+ * the run; opaque to the examples. */
+typedef struct run_state run_state;
+
+/* What one rank knows about itself. Read-only for the example. */
+typedef struct rank_ctx {
+  int rank;                    /* NCCL rank: 0 .. nranks-1 */
+  int nranks;                  /* ranks in the job */
+  int device;                  /* CUDA device this rank drives */
+  const example_options *opts; /* parsed command line, same on every rank */
+  run_state *run;
+} rank_ctx;
+
+/* The per-rank body of an example. Returns EXIT_SUCCESS or EXIT_FAILURE;
+ * run_example's status is the worst status of any rank. */
+typedef int (*example_fn)(const rank_ctx *ctx);
+
+/* Parses the command line, checks that every rank has a GPU of its own, runs
+ * fn on every rank and returns the exit status that every process agrees on.
+ * Usage errors return EXIT_USAGE before any GPU is touched; -h prints the
+ * usage and returns 0. */
+int run_example(int argc, char *argv[], example_fn fn);
+
+/* Runs fn on nranks ranks without looking for GPUs (ranks get device = rank
+ * in pthread mode, the node-local rank in MPI mode, where nranks must equal
+ * the MPI world size and MPI must already be initialized). run_example uses
+ * it; tests call it directly. Returns the worst status of any rank. */
+int run_ranks(int nranks, const example_options *opts, example_fn fn);
+
+/* Collective: every rank passes its own id; afterwards every rank holds the
+ * root's. */
+void util_broadcast(int root, const rank_ctx *ctx, ncclUniqueId *id);
+
+/* Collective: rank 0 receives every rank's `size` bytes from `mine`, in rank
+ * order, into `all` (nranks * size bytes; ignored on other ranks).
+ * size is at most RANK_GATHER_MAX bytes. */
+#define RANK_GATHER_MAX 512
+void rank_gather(const rank_ctx *ctx, const void *mine, size_t size, void *all);
+
+/* Collective: returns the largest `value` any rank passed, on every rank. */
+int rank_max(const rank_ctx *ctx, int value);
+
+/* Collective: returns 1 on every rank if every rank passed a non-zero ok. */
+int all_ranks_ok(const rank_ctx *ctx, int ok);
+
+/* Ends the whole job at once with `status`: MPI_Abort in MPI mode, so that no
+ * peer hangs in a collective; the process exits in pthread mode. Output is
+ * flushed first. Never returns. */
+_Noreturn void job_abort(int status);
+
+/* Rank of the calling thread, or -1 before ranks exist: lets error messages
+ * say which rank failed. */
+int current_rank(void);
+
+#endif

@@ -1,0 +1,26 @@
+/*
+ * Output in rank order. Rank lines of one phase are gathered to rank 0 and
+ * printed there as rank 0, 1, 2, ..., in both modes, so a run's output is
+ * the same every time and can be compared with the README.
+ */
+#ifndef OUTPUT_H
+#define OUTPUT_H
+
+#include "bootstrap.h"
+
+#define MiB (1024.0 * 1024.0)
+
+/* Prints on rank 0 only. Not collective. */
+void print_root(const rank_ctx *ctx, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Collective: every rank formats one line; rank 0 prints them in rank order.
+ * A line is cut at RANK_GATHER_MAX - 1 characters. */
+void print_ordered(const rank_ctx *ctx, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Collective, like print_ordered, but a rank with nothing to say passes ""
+ * and no line is printed for it. */
+void print_ordered_line(const rank_ctx *ctx, const char *line);
+
+#endif

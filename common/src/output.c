@@ -1,0 +1,48 @@
+#include "output.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void print_root(const rank_ctx *ctx, const char *fmt, ...)
+{
+  if (ctx->rank != 0)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vprintf(fmt, ap);
+  va_end(ap);
+  fflush(stdout); /* keep order with stderr and with other processes */
+}
+
+void print_ordered_line(const rank_ctx *ctx, const char *line)
+{
+  char mine[RANK_GATHER_MAX] = "";
+  snprintf(mine, sizeof mine, "%s", line);
+  char *all = NULL;
+  if (ctx->rank == 0) {
+    all = malloc((size_t)ctx->nranks * RANK_GATHER_MAX);
+    if (all == NULL) {
+      fprintf(stderr, "print_ordered_line: out of host memory\n");
+      job_abort(1);
+    }
+  }
+  rank_gather(ctx, mine, sizeof mine, all);
+  if (ctx->rank == 0) {
+    for (int r = 0; r < ctx->nranks; r++)
+      fputs(all + (size_t)r * RANK_GATHER_MAX, stdout);
+    fflush(stdout);
+    free(all);
+  }
+}
+
+void print_ordered(const rank_ctx *ctx, const char *fmt, ...)
+{
+  char line[RANK_GATHER_MAX];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  print_ordered_line(ctx, line);
+}
