@@ -25,7 +25,6 @@
  * A "rank" is the rank of the calling thread's communicator, or its current
  * device before it has one.
  */
-#define _GNU_SOURCE
 #include <cuda_runtime.h>
 #include <nccl.h>
 

@@ -1,0 +1,50 @@
+# The toolchain: paths, flags and build mode, shared by every Makefile here.
+#
+#   make [MPI=1] [MPI_HOME=dir] [NCCL_HOME=dir] [CUDA_HOME=dir] [V=1]
+#
+# NCCL_HOME unset: nccl.h and libnccl come from the compiler's default paths
+# (e.g. /usr/include and /usr/lib/x86_64-linux-gnu), else from CUDA_HOME.
+# NCCL_HOME set: its include/ and lib/, with an rpath so the program finds it.
+
+TOOLCHAIN_DIR := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
+
+CUDA_HOME ?= /usr/local/cuda
+NCCL_HOME ?=
+MPI ?= 0
+MPI_HOME ?=
+PREFIX ?= /usr/local
+DESTDIR ?=
+CFLAGS ?= -O2 -g
+LDFLAGS ?=
+
+ifeq ($(MPI),1)
+  MODE := mpi
+  MPICC ?= $(if $(MPI_HOME),$(MPI_HOME)/bin/mpicc,mpicc)
+  CC := $(MPICC)
+  MODE_CPPFLAGS := -DUSE_MPI
+else ifeq ($(MPI),0)
+  MODE := pthread
+  MODE_CPPFLAGS :=
+else
+  $(error MPI=$(MPI): use MPI=1 for the MPI build or MPI=0 (default) for threads)
+endif
+
+ifneq ($(NCCL_HOME),)
+  NCCL_CPPFLAGS := -I$(NCCL_HOME)/include
+  NCCL_LDFLAGS := -L$(NCCL_HOME)/lib -Wl,-rpath,$(NCCL_HOME)/lib
+else ifeq ($(shell $(CC) -print-file-name=libnccl.so),libnccl.so)
+  # The compiler does not find libnccl.so by itself: use the copy in CUDA_HOME.
+  NCCL_LDFLAGS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64
+endif
+
+# The CUDA runtime is linked statically (as nvcc does), so the only shared
+# library to find at run time is NCCL. Tests replace RUNTIME_LIBS with the
+# host simulation.
+RUNTIME_LIBS ?= $(NCCL_LDFLAGS) -lnccl $(CUDA_HOME)/lib64/libcudart_static.a -ldl -lrt
+
+# -idirafter: system headers (a system nccl.h) win over CUDA_HOME's.
+ALL_CPPFLAGS := -I$(TOOLCHAIN_DIR)/include $(NCCL_CPPFLAGS) \
+                -idirafter $(CUDA_HOME)/include $(MODE_CPPFLAGS) -D_GNU_SOURCE
+WARNINGS := -std=c11 -Wall -Wextra -Werror
+
+Q := $(if $(filter 1,$(V)),,@)

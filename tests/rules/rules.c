@@ -1,0 +1,166 @@
+/* Deliberately wrong programs, one per lifecycle rule, run on 2 thread ranks
+ * against ncclsim: `rules CASE` must end with that rule's violation (exit 3).
+ * They prove the simulation's checks can fail. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include "bootstrap.h"
+#include "checks.h"
+
+#define BYTES 8192
+
+static ncclComm_t init_comm(const rank_ctx *ctx, int device)
+{
+  ncclUniqueId id;
+  if (ctx->rank == 0)
+    NCCLCHECK(ncclGetUniqueId(&id));
+  util_broadcast(0, ctx, &id);
+  CUDACHECK(cudaSetDevice(device));
+  ncclComm_t comm;
+  NCCLCHECK(ncclCommInitRank(&comm, ctx->nranks, id, ctx->rank));
+  return comm;
+}
+
+static void finish(ncclComm_t comm)
+{
+  NCCLCHECK(ncclCommFinalize(comm));
+  NCCLCHECK(ncclCommDestroy(comm));
+}
+
+static int window_on_cudamalloc(const rank_ctx *ctx)
+{
+  ncclComm_t comm = init_comm(ctx, ctx->rank);
+  void *buf;
+  ncclWindow_t win;
+  CUDACHECK(cudaMalloc(&buf, BYTES));
+  NCCLCHECK(ncclCommWindowRegister(comm, buf, BYTES, &win, NCCL_WIN_COLL_SYMMETRIC));
+  return 0;
+}
+
+static int window_alignment(const rank_ctx *ctx)
+{
+  ncclComm_t comm = init_comm(ctx, ctx->rank);
+  char *buf;
+  ncclWindow_t win;
+  NCCLCHECK(ncclMemAlloc((void **)&buf, BYTES));
+  NCCLCHECK(ncclCommWindowRegister(comm, buf + 256, 4096, &win, NCCL_WIN_COLL_SYMMETRIC));
+  return 0;
+}
+
+static int symmetric_registration(const rank_ctx *ctx)
+{
+  ncclComm_t comm = init_comm(ctx, ctx->rank);
+  void *buf;
+  ncclWindow_t win;
+  NCCLCHECK(ncclMemAlloc(&buf, BYTES));
+  size_t size = ctx->rank == 1 ? BYTES / 2 : BYTES;
+  NCCLCHECK(ncclCommWindowRegister(comm, buf, size, &win, NCCL_WIN_COLL_SYMMETRIC));
+  return 0;
+}
+
+static int missing_rank(const rank_ctx *ctx)
+{
+  ncclComm_t comm = init_comm(ctx, ctx->rank);
+  void *buf;
+  ncclWindow_t win;
+  NCCLCHECK(ncclMemAlloc(&buf, BYTES));
+  if (ctx->rank == 1) { /* never registers: rank 0 waits for it */
+    pause();
+    return 0;
+  }
+  NCCLCHECK(ncclCommWindowRegister(comm, buf, BYTES, &win, NCCL_WIN_COLL_SYMMETRIC));
+  return 0;
+}
+
+static int recv_too_small(const rank_ctx *ctx)
+{
+  ncclComm_t comm = init_comm(ctx, ctx->rank);
+  void *send, *recv;
+  NCCLCHECK(ncclMemAlloc(&send, BYTES));
+  NCCLCHECK(ncclMemAlloc(&recv, BYTES)); /* needs BYTES * ranks */
+  NCCLCHECK(ncclAllGather(send, recv, BYTES / sizeof(float), ncclFloat, comm, NULL));
+  return 0;
+}
+
+static int free_before_deregister(const rank_ctx *ctx)
+{
+  ncclComm_t comm = init_comm(ctx, ctx->rank);
+  void *buf;
+  ncclWindow_t win;
+  NCCLCHECK(ncclMemAlloc(&buf, BYTES));
+  NCCLCHECK(ncclCommWindowRegister(comm, buf, BYTES, &win, NCCL_WIN_COLL_SYMMETRIC));
+  NCCLCHECK(ncclMemFree(buf));
+  return 0;
+}
+
+static int destroy_before_deregister(const rank_ctx *ctx)
+{
+  ncclComm_t comm = init_comm(ctx, ctx->rank);
+  void *buf;
+  ncclWindow_t win;
+  NCCLCHECK(ncclMemAlloc(&buf, BYTES));
+  NCCLCHECK(ncclCommWindowRegister(comm, buf, BYTES, &win, NCCL_WIN_COLL_SYMMETRIC));
+  finish(comm);
+  return 0;
+}
+
+static int memfree_on_cudamalloc(const rank_ctx *ctx)
+{
+  (void)ctx;
+  void *buf;
+  CUDACHECK(cudaMalloc(&buf, BYTES));
+  NCCLCHECK(ncclMemFree(buf));
+  return 0;
+}
+
+static int one_rank_per_device(const rank_ctx *ctx)
+{
+  ncclComm_t comm = init_comm(ctx, 0); /* both ranks on device 0 */
+  finish(comm);
+  return 0;
+}
+
+static int leak(const rank_ctx *ctx)
+{
+  ncclComm_t comm = init_comm(ctx, ctx->rank);
+  void *buf;
+  NCCLCHECK(ncclMemAlloc(&buf, BYTES)); /* never freed */
+  finish(comm);
+  return 0;
+}
+
+static const struct {
+  const char *name;
+  example_fn fn;
+} cases[] = {
+    {"window-on-ncclMemAlloc", window_on_cudamalloc},
+    {"window-alignment", window_alignment},
+    {"symmetric-registration", symmetric_registration},
+    {"collective-calls", missing_rank},
+    {"buffers-inside-allocations", recv_too_small},
+    {"deregister-before-free", free_before_deregister},
+    {"deregister-before-destroy", destroy_before_deregister},
+    {"free-with-ncclMemFree", memfree_on_cudamalloc},
+    {"one-rank-per-device", one_rank_per_device},
+    {"no-leaks", leak},
+};
+
+int main(int argc, char *argv[])
+{
+  size_t n = sizeof cases / sizeof *cases;
+  for (size_t i = 0; argc == 2 && i < n; i++)
+    if (strcmp(argv[1], cases[i].name) == 0) {
+      example_options opts = {.prog = "rules", .count = 1};
+      return run_ranks(2, &opts, cases[i].fn);
+    }
+  fprintf(stderr, "usage: rules CASE, one of:");
+  for (size_t i = 0; i < n; i++)
+    fprintf(stderr, " %s", cases[i].name);
+  fprintf(stderr, "\n");
+  return 2;
+}

@@ -1,0 +1,86 @@
+/* The rank bootstrap without GPUs: rank 0 makes a real ncclUniqueId,
+ * util_broadcast hands it to every rank, and the gather, max and ordered
+ * printing behave. Pthread build: `test_bootstrap N` runs N threads.
+ * MPI build: `mpirun -np N test_bootstrap N`. Exits 0 only if all checks
+ * pass on every rank. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nccl.h>
+
+#include "bootstrap.h"
+#include "checks.h"
+#include "output.h"
+
+#ifdef USE_MPI
+#include <mpi.h>
+#endif
+
+static int check_rank(const rank_ctx *ctx)
+{
+  int failures = 0;
+  ncclUniqueId id;
+  memset(&id, 0, sizeof id);
+  if (ctx->rank == 0)
+    NCCLCHECK(ncclGetUniqueId(&id));
+  else
+    memset(&id, 0xEE, sizeof id); /* must be overwritten */
+  util_broadcast(0, ctx, &id);
+
+  /* Rank 0 compares every rank's copy with its own. */
+  unsigned char *all = malloc(sizeof id * (size_t)ctx->nranks);
+  rank_gather(ctx, &id, sizeof id, all);
+  if (ctx->rank == 0) {
+    static const ncclUniqueId zero;
+    if (memcmp(&id, &zero, sizeof id) == 0) {
+      fprintf(stderr, "ncclGetUniqueId returned an all-zero id\n");
+      failures++;
+    }
+    for (int r = 0; r < ctx->nranks; r++)
+      if (memcmp(all + (size_t)r * sizeof id, &id, sizeof id) != 0) {
+        fprintf(stderr, "rank %d holds a different unique id\n", r);
+        failures++;
+      }
+  }
+  free(all);
+
+  if (rank_max(ctx, ctx->rank * 10) != (ctx->nranks - 1) * 10) {
+    fprintf(stderr, "rank %d: rank_max is wrong\n", ctx->rank);
+    failures++;
+  }
+  if (all_ranks_ok(ctx, 1) != 1 ||
+      all_ranks_ok(ctx, ctx->rank != ctx->nranks - 1) != 0) {
+    fprintf(stderr, "rank %d: all_ranks_ok is wrong\n", ctx->rank);
+    failures++;
+  }
+#ifdef USE_MPI
+  /* One host: the node-local rank (which picks the GPU) is the world rank. */
+  if (ctx->device != ctx->rank) {
+    fprintf(stderr, "rank %d got device %d\n", ctx->rank, ctx->device);
+    failures++;
+  }
+#endif
+  print_ordered(ctx, "line from rank %d\n", ctx->rank);
+  print_ordered_line(ctx, ctx->rank % 2 ? "odd rank speaks\n" : "");
+  return rank_max(ctx, failures) == 0 ? 0 : 1;
+}
+
+int main(int argc, char *argv[])
+{
+  int nranks = argc > 1 ? atoi(argv[1]) : 0;
+#ifdef USE_MPI
+  MPI_Init(&argc, &argv);
+  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+#endif
+  if (nranks < 1) {
+    fprintf(stderr, "usage: test_bootstrap NRANKS\n");
+    return 2;
+  }
+  example_options opts = {.prog = "test_bootstrap", .count = 1};
+  int status = run_ranks(nranks, &opts, check_rank);
+#ifdef USE_MPI
+  MPI_Finalize();
+#endif
+  return status;
+}
