@@ -46,8 +46,9 @@ _Noreturn void fail_nccl(const char *file, int line, const char *call,
  * If there is not enough, reports it and ends the job: never returns NULL. */
 void *host_calloc(size_t n, size_t size);
 
-/* Prints "PROG: [rank R: ]" to stderr: the start of every error line. */
-void print_error_prefix(void);
+/* Prints "PROG: [rank R: ]" and the formatted message to stderr in one
+ * write, so that lines from several ranks do not interleave. */
+void print_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* The program name used in messages; run_example sets it from argv[0]. */
 void set_program_name(const char *name);

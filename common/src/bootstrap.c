@@ -34,8 +34,7 @@ static cudaError_t count_gpus(int *ngpus)
 
 static void report_no_gpu(cudaError_t err)
 {
-  print_error_prefix();
-  fprintf(stderr, "no usable GPU: cudaGetDeviceCount failed: %s (%s)\n",
+  print_error("no usable GPU: cudaGetDeviceCount failed: %s (%s)\n",
           cudaGetErrorString(err), cudaGetErrorName(err));
 }
 
@@ -57,8 +56,7 @@ static void wait_all(run_state *run)
 {
   int err = pthread_barrier_wait(&run->barrier);
   if (err != 0 && err != PTHREAD_BARRIER_SERIAL_THREAD) {
-    print_error_prefix();
-    fprintf(stderr, "pthread_barrier_wait failed: %s\n", strerror(err));
+    print_error("pthread_barrier_wait failed: %s\n", strerror(err));
     job_abort(1);
   }
 }
@@ -131,8 +129,7 @@ int run_ranks(int nranks, const example_options *opts, example_fn fn)
   rank_thread *threads = host_calloc((size_t)nranks, sizeof(rank_thread));
   int err = pthread_barrier_init(&run.barrier, NULL, (unsigned)nranks);
   if (err != 0) {
-    print_error_prefix();
-    fprintf(stderr, "pthread_barrier_init failed: %s\n", strerror(err));
+    print_error("pthread_barrier_init failed: %s\n", strerror(err));
     job_abort(1);
   }
 
@@ -143,8 +140,7 @@ int run_ranks(int nranks, const example_options *opts, example_fn fn)
     err = pthread_create(&threads[r].thread, NULL, rank_main, &threads[r]);
     if (err != 0) {
       /* Threads already started would wait forever for this one. */
-      print_error_prefix();
-      fprintf(stderr, "pthread_create for rank %d failed: %s\n", r,
+      print_error("pthread_create for rank %d failed: %s\n", r,
               strerror(err));
       job_abort(1);
     }
@@ -182,12 +178,11 @@ int run_example(int argc, char *argv[], example_fn fn)
   const char *env = getenv("NTHREADS");
   int nranks = ngpus;
   if (env != NULL && parse_thread_count(env, &nranks) != 0) {
-    print_error_prefix();
     if (gpu_err == cudaSuccess)
-      fprintf(stderr, "invalid NTHREADS='%s': use a whole number from 1 to %d"
+      print_error("invalid NTHREADS='%s': use a whole number from 1 to %d"
                       " (the number of visible GPUs)\n", env, ngpus);
     else
-      fprintf(stderr, "invalid NTHREADS='%s': use a whole number from 1 to"
+      print_error("invalid NTHREADS='%s': use a whole number from 1 to"
                       " the number of visible GPUs\n", env);
     return EXIT_USAGE;
   }
@@ -196,15 +191,13 @@ int run_example(int argc, char *argv[], example_fn fn)
     return EXIT_FAILURE;
   }
   if (nranks > ngpus) {
-    print_error_prefix();
-    fprintf(stderr, "NTHREADS=%d asks for more ranks than GPUs: %d visible;"
+    print_error("NTHREADS=%d asks for more ranks than GPUs: %d visible;"
                     " one rank per GPU, so use NTHREADS=1..%d\n",
             nranks, ngpus, ngpus);
     return EXIT_USAGE;
   }
   if (!count_fits(opts.count, nranks)) {
-    print_error_prefix();
-    fprintf(stderr, "count %zu is too large for %d ranks: %zu x %d x 4 bytes"
+    print_error("count %zu is too large for %d ranks: %zu x %d x 4 bytes"
                     " does not fit in memory addresses\n",
             opts.count, nranks, opts.count, nranks);
     return EXIT_USAGE;
@@ -280,8 +273,7 @@ int run_ranks(int nranks, const example_options *opts, example_fn fn)
   MPICHECK(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank));
   MPICHECK(MPI_Comm_size(MPI_COMM_WORLD, &world_size));
   if (nranks != world_size) {
-    print_error_prefix();
-    fprintf(stderr, "run_ranks: %d ranks requested but MPI started %d\n",
+    print_error("run_ranks: %d ranks requested but MPI started %d\n",
             nranks, world_size);
     job_abort(1);
   }
@@ -318,14 +310,13 @@ static int check_gpus(void)
     report_no_gpu(err);
     return worst;
   }
-  print_error_prefix();
   if (problem == EXIT_USAGE)
-    fprintf(stderr, "node-local rank %d of %d on %s: only %d GPU(s) visible"
+    print_error("node-local rank %d of %d on %s: only %d GPU(s) visible"
                     " there; one rank per GPU, so start at most %d rank(s)"
                     " per node\n",
             local_rank, local_size, host, ngpus, ngpus);
   else
-    fprintf(stderr, "stopping: another rank has no GPU of its own (see its"
+    print_error("stopping: another rank has no GPU of its own (see its"
                     " message)\n");
   return worst;
 }
@@ -355,8 +346,7 @@ int run_example(int argc, char *argv[], example_fn fn)
   set_program_name(opts.prog);
   if (!count_fits(opts.count, world_size)) {
     if (world_rank == 0) {
-      print_error_prefix();
-      fprintf(stderr, "count %zu is too large for %d ranks: %zu x %d x 4 bytes"
+      print_error("count %zu is too large for %d ranks: %zu x %d x 4 bytes"
                       " does not fit in memory addresses\n",
               opts.count, world_size, opts.count, world_size);
     }

@@ -27,8 +27,7 @@ int require_nccl_version(const rank_ctx *ctx, int min_code,
     char have[32], need[32];
     format_nccl_version(code, have, sizeof have);
     format_nccl_version(min_code, need, sizeof need);
-    print_error_prefix();
-    fprintf(stderr, "NCCL %s is too old for %s: needs NCCL >= %s\n", have,
+    print_error("NCCL %s is too old for %s: needs NCCL >= %s\n", have,
             feature, need);
   }
   return all_ranks_ok(ctx, ok);

@@ -66,7 +66,6 @@ struct ncclComm {
   int rank, nranks, device;
   unsigned long seq; /* rendezvous counter: same sequence on every rank */
   int cta_policy;
-  int finalized;
 };
 
 struct ncclWindow_vidmem {
@@ -402,7 +401,7 @@ static void *new_alloc(size_t size, enum alloc_kind kind)
 }
 
 /* Unlinks the allocation that starts at p; NULL if there is none. */
-static sim_alloc *take_alloc(void *p)
+static sim_alloc *take_alloc(const void *p)
 {
   for (sim_alloc **link = &allocs; *link; link = &(*link)->next)
     if ((*link)->base == p) {
@@ -685,7 +684,7 @@ ncclResult_t ncclMemFree(void *ptr)
   if (a == NULL || a->base != ptr)
     violation(NULL, "free-with-ncclMemFree", "ncclMemFree",
               "%p is not the start of an ncclMemAlloc buffer", ptr);
-  if (a->kind != FROM_NCCL_MEM_ALLOC)
+  else if (a->kind != FROM_NCCL_MEM_ALLOC)
     violation(NULL, "free-with-ncclMemFree", "ncclMemFree",
               "%p came from cudaMalloc; release it with cudaFree", ptr);
   for (struct ncclWindow_vidmem *w = windows; w; w = w->next)
@@ -712,7 +711,7 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size,
   if (a == NULL)
     violation(comm, "window-on-ncclMemAlloc", call,
               "%p is not device memory from ncclMemAlloc", buff);
-  if (a->kind != FROM_NCCL_MEM_ALLOC)
+  else if (a->kind != FROM_NCCL_MEM_ALLOC)
     violation(comm, "window-on-ncclMemAlloc", call,
               "%p comes from cudaMalloc; windows need ncclMemAlloc memory", buff);
   size_t offset = (size_t)((unsigned char *)buff - a->base);
@@ -881,7 +880,6 @@ ncclResult_t ncclCommFinalize(ncclComm_t comm)
     return ncclUnhandledCudaError;
   exchange(comm, "ncclCommFinalize", 0, 0, NULL, 0);
   finish_exchange(comm);
-  comm->finalized = 1;
   return ncclSuccess;
 }
 
