@@ -90,8 +90,8 @@ static int allreduce_sm(const rank_ctx *ctx)
   print_root(ctx, "AllReduce completed successfully\n");
 
   /* STEP 6: Verify: every element is 0 + 1 + ... + (ranks - 1) ----------- */
-  CUDACHECK(cudaMemcpy(h_result, d_recvbuff, size_bytes,
-                       cudaMemcpyDeviceToHost));
+  CUDACHECK(
+      cudaMemcpy(h_result, d_recvbuff, size_bytes, cudaMemcpyDeviceToHost));
   const float expected = (float)total_ranks * (float)(total_ranks - 1) / 2.0f;
   const int ok = verify_allreduce(ctx, h_result, count, expected);
 
@@ -113,7 +113,8 @@ static int allreduce_sm(const rank_ctx *ctx)
   print_root(ctx, "All resources cleaned up successfully\n");
   if (!ok)
     return EXIT_FAILURE;
-  print_root(ctx, "Example completed - demonstrated symmetric memory lifecycle\n");
+  print_root(ctx,
+             "Example completed - demonstrated symmetric memory lifecycle\n");
   return EXIT_SUCCESS;
 }
 

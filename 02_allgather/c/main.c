@@ -26,7 +26,8 @@
 #include "verify.h"
 
 #if NCCL_VERSION_CODE < NCCL_VERSION(2, 28, 0)
-#error "nccl.h is older than 2.28: ncclConfig_t.CTAPolicy needs NCCL >= 2.28 (set NCCL_HOME to a newer NCCL)"
+#error                                                                         \
+    "nccl.h is older than 2.28: ncclConfig_t.CTAPolicy needs NCCL >= 2.28 (set NCCL_HOME to a newer NCCL)"
 #endif
 
 static int allgather_ce(const rank_ctx *ctx)
@@ -38,7 +39,8 @@ static int allgather_ce(const rank_ctx *ctx)
     return EXIT_FAILURE;
 
   /* STEP 1: Initialize the communicator with the copy-engine policy ------ */
-  print_root(ctx, "Starting AllGather example with %d ranks (Copy Engine enabled)\n",
+  print_root(ctx,
+             "Starting AllGather example with %d ranks (Copy Engine enabled)\n",
              total_ranks);
   ncclUniqueId nccl_unique_id;
   if (my_rank == 0)
@@ -53,8 +55,10 @@ static int allgather_ce(const rank_ctx *ctx)
   ncclComm_t comm;
   NCCLCHECK(ncclCommInitRankConfig(&comm, total_ranks, nccl_unique_id, my_rank,
                                    &config));
-  print_ordered(ctx, "  Rank %d communicator initialized using device %d (CTAPolicy=%d)\n",
-                my_rank, ctx->device, config.CTAPolicy);
+  print_ordered(
+      ctx,
+      "  Rank %d communicator initialized using device %d (CTAPolicy=%d)\n",
+      my_rank, ctx->device, config.CTAPolicy);
 
   /* STEP 2: Allocate buffers with NCCL's allocator ------------------------
    * The receive buffer holds every rank's segment: count * ranks floats. */
@@ -62,8 +66,9 @@ static int allgather_ce(const rank_ctx *ctx)
   const size_t sendcount = ctx->opts->count;
   const size_t send_size_bytes = sendcount * sizeof(float);
   const size_t recv_size_bytes = send_size_bytes * (size_t)total_ranks;
-  print_ordered(ctx, "  Rank %d allocating %.2f MB send buffer, %.2f MB recv buffer\n",
-                my_rank, send_size_bytes / MiB, recv_size_bytes / MiB);
+  print_ordered(
+      ctx, "  Rank %d allocating %.2f MB send buffer, %.2f MB recv buffer\n",
+      my_rank, send_size_bytes / MiB, recv_size_bytes / MiB);
 
   float *h_data = host_calloc(sendcount, sizeof(float));
   float *h_result = host_calloc(sendcount * (size_t)total_ranks, sizeof(float));
@@ -84,8 +89,8 @@ static int allgather_ce(const rank_ctx *ctx)
 
   /* STEP 4: Initialize data: every element is the rank's number ---------- */
   fill_floats(h_data, sendcount, (float)my_rank);
-  CUDACHECK(cudaMemcpy(d_sendbuff, h_data, send_size_bytes,
-                       cudaMemcpyHostToDevice));
+  CUDACHECK(
+      cudaMemcpy(d_sendbuff, h_data, send_size_bytes, cudaMemcpyHostToDevice));
   print_ordered(ctx, "  Rank %d data initialized (value: %d)\n", my_rank,
                 my_rank);
   cudaStream_t stream;
@@ -94,7 +99,8 @@ static int allgather_ce(const rank_ctx *ctx)
   /* STEP 5: AllGather on the windows --------------------------------------
    * With symmetric windows and CTAPolicy ZERO, NCCL can use the copy
    * engines; run with NCCL_DEBUG=INFO to see which path it chose. */
-  print_root(ctx, "Starting AllGather with %zu elements per rank (%zu MB total)\n",
+  print_root(ctx,
+             "Starting AllGather with %zu elements per rank (%zu MB total)\n",
              sendcount, recv_size_bytes / (1024 * 1024));
   NCCLCHECK(ncclAllGather(d_sendbuff, d_recvbuff, sendcount, ncclFloat, comm,
                           stream));
@@ -124,7 +130,9 @@ static int allgather_ce(const rank_ctx *ctx)
   print_root(ctx, "All resources cleaned up successfully\n");
   if (!ok)
     return EXIT_FAILURE;
-  print_root(ctx, "Example completed - demonstrated symmetric memory + copy engine allgather\n");
+  print_root(
+      ctx,
+      "Example completed - demonstrated symmetric memory + copy engine allgather\n");
   return EXIT_SUCCESS;
 }
 

@@ -8,7 +8,7 @@
 #include <stddef.h>
 
 #define DEFAULT_COUNT ((size_t)1024 * 1024) /* floats per rank: 4 MB */
-#define NTHREADS_MAX 1024
+#define NTHREADS_MAX  1024
 
 typedef struct example_options {
   const char *prog; /* program name for messages */

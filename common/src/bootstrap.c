@@ -19,7 +19,10 @@ static _Thread_local int this_rank = -1;
 
 int current_rank(void) { return this_rank; }
 
-int all_ranks_ok(const rank_ctx *ctx, int ok) { return rank_max(ctx, !ok) == 0; }
+int all_ranks_ok(const rank_ctx *ctx, int ok)
+{
+  return rank_max(ctx, !ok) == 0;
+}
 
 /* Looks for GPUs without ending the job: on a machine without a GPU or
  * driver the caller reports the CUDA error in its own words. */
@@ -35,7 +38,7 @@ static cudaError_t count_gpus(int *ngpus)
 static void report_no_gpu(cudaError_t err)
 {
   print_error("no usable GPU: cudaGetDeviceCount failed: %s (%s)\n",
-          cudaGetErrorString(err), cudaGetErrorName(err));
+              cudaGetErrorString(err), cudaGetErrorName(err));
 }
 
 #ifndef USE_MPI
@@ -47,7 +50,7 @@ static void report_no_gpu(cudaError_t err)
 struct run_state {
   int nranks;
   pthread_barrier_t barrier;
-  ncclUniqueId id;     /* broadcast slot */
+  ncclUniqueId id;      /* broadcast slot */
   unsigned char *slots; /* gather slots: nranks * RANK_GATHER_MAX */
   int *values;          /* one int per rank for rank_max */
 };
@@ -134,14 +137,13 @@ int run_ranks(int nranks, const example_options *opts, example_fn fn)
   }
 
   for (int r = 0; r < nranks; r++) {
-    threads[r].ctx = (rank_ctx){.rank = r, .nranks = nranks, .device = r,
-                                .opts = opts, .run = &run};
+    threads[r].ctx = (rank_ctx){
+        .rank = r, .nranks = nranks, .device = r, .opts = opts, .run = &run};
     threads[r].fn = fn;
     err = pthread_create(&threads[r].thread, NULL, rank_main, &threads[r]);
     if (err != 0) {
       /* Threads already started would wait forever for this one. */
-      print_error("pthread_create for rank %d failed: %s\n", r,
-              strerror(err));
+      print_error("pthread_create for rank %d failed: %s\n", r, strerror(err));
       job_abort(1);
     }
   }
@@ -163,12 +165,9 @@ int run_example(int argc, char *argv[], example_fn fn)
 {
   example_options opts;
   switch (parse_options(argc, argv, &opts, 0)) {
-  case PARSE_HELP:
-    return EXIT_SUCCESS;
-  case PARSE_BAD:
-    return EXIT_USAGE;
-  case PARSE_OK:
-    break;
+  case PARSE_HELP: return EXIT_SUCCESS;
+  case PARSE_BAD: return EXIT_USAGE;
+  case PARSE_OK: break;
   }
   set_program_name(opts.prog);
 
@@ -180,10 +179,12 @@ int run_example(int argc, char *argv[], example_fn fn)
   if (env != NULL && parse_thread_count(env, &nranks) != 0) {
     if (gpu_err == cudaSuccess)
       print_error("invalid NTHREADS='%s': use a whole number from 1 to %d"
-                      " (the number of visible GPUs)\n", env, ngpus);
+                  " (the number of visible GPUs)\n",
+                  env, ngpus);
     else
       print_error("invalid NTHREADS='%s': use a whole number from 1 to"
-                      " the number of visible GPUs\n", env);
+                  " the number of visible GPUs\n",
+                  env);
     return EXIT_USAGE;
   }
   if (gpu_err != cudaSuccess) {
@@ -192,14 +193,14 @@ int run_example(int argc, char *argv[], example_fn fn)
   }
   if (nranks > ngpus) {
     print_error("NTHREADS=%d asks for more ranks than GPUs: %d visible;"
-                    " one rank per GPU, so use NTHREADS=1..%d\n",
-            nranks, ngpus, ngpus);
+                " one rank per GPU, so use NTHREADS=1..%d\n",
+                nranks, ngpus, ngpus);
     return EXIT_USAGE;
   }
   if (!count_fits(opts.count, nranks)) {
     print_error("count %zu is too large for %d ranks: %zu x %d x 4 bytes"
-                    " does not fit in memory addresses\n",
-            opts.count, nranks, opts.count, nranks);
+                " does not fit in memory addresses\n",
+                opts.count, nranks, opts.count, nranks);
     return EXIT_USAGE;
   }
 
@@ -273,15 +274,18 @@ int run_ranks(int nranks, const example_options *opts, example_fn fn)
   MPICHECK(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank));
   MPICHECK(MPI_Comm_size(MPI_COMM_WORLD, &world_size));
   if (nranks != world_size) {
-    print_error("run_ranks: %d ranks requested but MPI started %d\n",
-            nranks, world_size);
+    print_error("run_ranks: %d ranks requested but MPI started %d\n", nranks,
+                world_size);
     job_abort(1);
   }
   node_local_rank(&local_rank, &local_size);
 
   run_state run = {0};
-  rank_ctx ctx = {.rank = world_rank, .nranks = world_size,
-                  .device = local_rank, .opts = opts, .run = &run};
+  rank_ctx ctx = {.rank = world_rank,
+                  .nranks = world_size,
+                  .device = local_rank,
+                  .opts = opts,
+                  .run = &run};
   this_rank = world_rank;
   int status = fn(&ctx);
   return rank_max(&ctx, status); /* every process exits with the same status */
@@ -294,12 +298,12 @@ static int check_gpus(void)
   int local_rank, local_size, ngpus = 0;
   node_local_rank(&local_rank, &local_size);
   cudaError_t err = count_gpus(&ngpus);
-  int problem = err != cudaSuccess  ? EXIT_FAILURE
+  int problem = err != cudaSuccess   ? EXIT_FAILURE
                 : local_size > ngpus ? EXIT_USAGE
                                      : EXIT_SUCCESS;
   int worst = problem;
-  MPICHECK(MPI_Allreduce(&problem, &worst, 1, MPI_INT, MPI_MAX,
-                         MPI_COMM_WORLD));
+  MPICHECK(
+      MPI_Allreduce(&problem, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
   if (worst == EXIT_SUCCESS)
     return EXIT_SUCCESS;
 
@@ -312,12 +316,12 @@ static int check_gpus(void)
   }
   if (problem == EXIT_USAGE)
     print_error("node-local rank %d of %d on %s: only %d GPU(s) visible"
-                    " there; one rank per GPU, so start at most %d rank(s)"
-                    " per node\n",
-            local_rank, local_size, host, ngpus, ngpus);
+                " there; one rank per GPU, so start at most %d rank(s)"
+                " per node\n",
+                local_rank, local_size, host, ngpus, ngpus);
   else
     print_error("stopping: another rank has no GPU of its own (see its"
-                    " message)\n");
+                " message)\n");
   return worst;
 }
 
@@ -334,21 +338,16 @@ int run_example(int argc, char *argv[], example_fn fn)
   example_options opts;
   int status = EXIT_SUCCESS;
   switch (parse_options(argc, argv, &opts, world_rank != 0)) {
-  case PARSE_HELP:
-    status = EXIT_SUCCESS;
-    goto done;
-  case PARSE_BAD:
-    status = EXIT_USAGE;
-    goto done;
-  case PARSE_OK:
-    break;
+  case PARSE_HELP: status = EXIT_SUCCESS; goto done;
+  case PARSE_BAD: status = EXIT_USAGE; goto done;
+  case PARSE_OK: break;
   }
   set_program_name(opts.prog);
   if (!count_fits(opts.count, world_size)) {
     if (world_rank == 0) {
       print_error("count %zu is too large for %d ranks: %zu x %d x 4 bytes"
-                      " does not fit in memory addresses\n",
-              opts.count, world_size, opts.count, world_size);
+                  " does not fit in memory addresses\n",
+                  opts.count, world_size, opts.count, world_size);
     }
     status = EXIT_USAGE;
     goto done;

@@ -49,7 +49,7 @@ static const char *base_name(const char *path)
 void fail_cuda(const char *file, int line, const char *call, cudaError_t err)
 {
   print_error("%s:%d: %s failed: %s (%s)\n", base_name(file), line, call,
-          cudaGetErrorString(err), cudaGetErrorName(err));
+              cudaGetErrorString(err), cudaGetErrorName(err));
   job_abort(1);
 }
 

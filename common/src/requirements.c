@@ -13,12 +13,10 @@ void format_nccl_version(int code, char *buf, size_t size)
     snprintf(buf, size, "%d.%d.%d", code / 10000, code % 10000 / 100,
              code % 100);
   else
-    snprintf(buf, size, "%d.%d.%d", code / 1000, code % 1000 / 100,
-             code % 100);
+    snprintf(buf, size, "%d.%d.%d", code / 1000, code % 1000 / 100, code % 100);
 }
 
-int require_nccl_version(const rank_ctx *ctx, int min_code,
-                         const char *feature)
+int require_nccl_version(const rank_ctx *ctx, int min_code, const char *feature)
 {
   int code = 0;
   NCCLCHECK(ncclGetVersion(&code));
@@ -27,8 +25,8 @@ int require_nccl_version(const rank_ctx *ctx, int min_code,
     char have[32], need[32];
     format_nccl_version(code, have, sizeof have);
     format_nccl_version(min_code, need, sizeof need);
-    print_error("NCCL %s is too old for %s: needs NCCL >= %s\n", have,
-            feature, need);
+    print_error("NCCL %s is too old for %s: needs NCCL >= %s\n", have, feature,
+                need);
   }
   return all_ranks_ok(ctx, ok);
 }

@@ -59,8 +59,8 @@ int verify_allgather_segments(const rank_ctx *ctx, const float *result,
   int first_segment = -1;
   for (int r = 0; r < ctx->nranks; r++) {
     const float *segment = result + (size_t)r * count;
-    print_root(ctx, "Verification - Segment %d: Expected: %.1f, Got: %.1f\n",
-               r, (float)r, segment[0]);
+    print_root(ctx, "Verification - Segment %d: Expected: %.1f, Got: %.1f\n", r,
+               (float)r, segment[0]);
     size_t first = 0;
     size_t seg_bad = count_mismatches(segment, count, (float)r, &first);
     if (seg_bad > 0 && first_segment < 0) {

@@ -38,7 +38,8 @@ static int window_on_cudamalloc(const rank_ctx *ctx)
   void *buf;
   ncclWindow_t win;
   CUDACHECK(cudaMalloc(&buf, BYTES));
-  NCCLCHECK(ncclCommWindowRegister(comm, buf, BYTES, &win, NCCL_WIN_COLL_SYMMETRIC));
+  NCCLCHECK(
+      ncclCommWindowRegister(comm, buf, BYTES, &win, NCCL_WIN_COLL_SYMMETRIC));
   return 0;
 }
 
@@ -48,7 +49,8 @@ static int window_alignment(const rank_ctx *ctx)
   char *buf;
   ncclWindow_t win;
   NCCLCHECK(ncclMemAlloc((void **)&buf, BYTES));
-  NCCLCHECK(ncclCommWindowRegister(comm, buf + 256, 4096, &win, NCCL_WIN_COLL_SYMMETRIC));
+  NCCLCHECK(ncclCommWindowRegister(comm, buf + 256, 4096, &win,
+                                   NCCL_WIN_COLL_SYMMETRIC));
   return 0;
 }
 
@@ -59,7 +61,8 @@ static int symmetric_registration(const rank_ctx *ctx)
   ncclWindow_t win;
   NCCLCHECK(ncclMemAlloc(&buf, BYTES));
   size_t size = ctx->rank == 1 ? BYTES / 2 : BYTES;
-  NCCLCHECK(ncclCommWindowRegister(comm, buf, size, &win, NCCL_WIN_COLL_SYMMETRIC));
+  NCCLCHECK(
+      ncclCommWindowRegister(comm, buf, size, &win, NCCL_WIN_COLL_SYMMETRIC));
   return 0;
 }
 
@@ -73,7 +76,8 @@ static int missing_rank(const rank_ctx *ctx)
     pause();
     return 0;
   }
-  NCCLCHECK(ncclCommWindowRegister(comm, buf, BYTES, &win, NCCL_WIN_COLL_SYMMETRIC));
+  NCCLCHECK(
+      ncclCommWindowRegister(comm, buf, BYTES, &win, NCCL_WIN_COLL_SYMMETRIC));
   return 0;
 }
 
@@ -83,7 +87,8 @@ static int recv_too_small(const rank_ctx *ctx)
   void *send, *recv;
   NCCLCHECK(ncclMemAlloc(&send, BYTES));
   NCCLCHECK(ncclMemAlloc(&recv, BYTES)); /* needs BYTES * ranks */
-  NCCLCHECK(ncclAllGather(send, recv, BYTES / sizeof(float), ncclFloat, comm, NULL));
+  NCCLCHECK(
+      ncclAllGather(send, recv, BYTES / sizeof(float), ncclFloat, comm, NULL));
   return 0;
 }
 
@@ -93,7 +98,8 @@ static int free_before_deregister(const rank_ctx *ctx)
   void *buf;
   ncclWindow_t win;
   NCCLCHECK(ncclMemAlloc(&buf, BYTES));
-  NCCLCHECK(ncclCommWindowRegister(comm, buf, BYTES, &win, NCCL_WIN_COLL_SYMMETRIC));
+  NCCLCHECK(
+      ncclCommWindowRegister(comm, buf, BYTES, &win, NCCL_WIN_COLL_SYMMETRIC));
   NCCLCHECK(ncclMemFree(buf));
   return 0;
 }
@@ -104,7 +110,8 @@ static int destroy_before_deregister(const rank_ctx *ctx)
   void *buf;
   ncclWindow_t win;
   NCCLCHECK(ncclMemAlloc(&buf, BYTES));
-  NCCLCHECK(ncclCommWindowRegister(comm, buf, BYTES, &win, NCCL_WIN_COLL_SYMMETRIC));
+  NCCLCHECK(
+      ncclCommWindowRegister(comm, buf, BYTES, &win, NCCL_WIN_COLL_SYMMETRIC));
   finish(comm);
   return 0;
 }

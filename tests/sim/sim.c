@@ -43,8 +43,8 @@
 #include <unistd.h>
 
 #define SIM_EXIT_VIOLATION 3
-#define SIM_MAGIC "ncclsim:"
-#define PATH_LEN 512
+#define SIM_MAGIC          "ncclsim:"
+#define PATH_LEN           512
 
 /* ------------------------------------------------------------------------
  * Process-wide state, guarded by one lock (ranks may be threads).
@@ -116,7 +116,10 @@ static long env_long(const char *name, long fallback)
   return value;
 }
 
-static int sim_rank(void) { return thread_rank >= 0 ? thread_rank : current_device; }
+static int sim_rank(void)
+{
+  return thread_rank >= 0 ? thread_rank : current_device;
+}
 
 /* Marks a communicator directory so that peers waiting there stop too. */
 static void mark_abort(const char *dir)
@@ -166,20 +169,27 @@ static void check_leaks(void)
 {
   int leaks = 0;
   for (sim_alloc *a = allocs; a; a = a->next, leaks++)
-    fprintf(stderr, "ncclsim: LEAK: %zu bytes from %s on device %d never freed\n",
-            a->size, a->kind == FROM_NCCL_MEM_ALLOC ? "ncclMemAlloc" : "cudaMalloc",
-            a->device);
+    fprintf(
+        stderr, "ncclsim: LEAK: %zu bytes from %s on device %d never freed\n",
+        a->size, a->kind == FROM_NCCL_MEM_ALLOC ? "ncclMemAlloc" : "cudaMalloc",
+        a->device);
   for (struct ncclWindow_vidmem *w = windows; w; w = w->next, leaks++)
-    fprintf(stderr, "ncclsim: LEAK: window of %zu bytes on rank %d never deregistered\n",
-            w->size, w->comm->rank);
+    fprintf(
+        stderr,
+        "ncclsim: LEAK: window of %zu bytes on rank %d never deregistered\n",
+        w->size, w->comm->rank);
   for (struct ncclComm *c = comms; c; c = c->next, leaks++)
-    fprintf(stderr, "ncclsim: LEAK: communicator of rank %d never destroyed\n", c->rank);
+    fprintf(stderr, "ncclsim: LEAK: communicator of rank %d never destroyed\n",
+            c->rank);
   for (struct CUstream_st *s = streams; s; s = s->next, leaks++)
-    fprintf(stderr, "ncclsim: LEAK: stream on device %d never destroyed\n", s->device);
+    fprintf(stderr, "ncclsim: LEAK: stream on device %d never destroyed\n",
+            s->device);
   for (struct CUevent_st *e = events; e; e = e->next, leaks++)
     fprintf(stderr, "ncclsim: LEAK: event never destroyed\n");
   if (leaks > 0) {
-    fprintf(stderr, "ncclsim: RULE VIOLATION [no-leaks] %d object(s) left at exit\n", leaks);
+    fprintf(stderr,
+            "ncclsim: RULE VIOLATION [no-leaks] %d object(s) left at exit\n",
+            leaks);
     fflush(stderr);
     _exit(SIM_EXIT_VIOLATION);
   }
@@ -212,7 +222,7 @@ static sim_alloc *find_alloc(const void *p, size_t len)
 
 typedef struct msg_header {
   char call[64];
-  size_t size;  /* call-specific: bytes or count */
+  size_t size;   /* call-specific: bytes or count */
   long long arg; /* call-specific: device, flags, ... */
   size_t payload;
 } msg_header;
@@ -268,15 +278,17 @@ static void wait_peers(struct ncclComm *c, const char *call)
       char abort_path[PATH_LEN + 16];
       snprintf(abort_path, sizeof abort_path, "%s/abort", c->dir);
       if (access(abort_path, F_OK) == 0) {
-        fprintf(stderr, "ncclsim: rank %d stops in %s: a peer reported a violation\n",
+        fprintf(stderr,
+                "ncclsim: rank %d stops in %s: a peer reported a violation\n",
                 c->rank, call);
         _exit(SIM_EXIT_VIOLATION);
       }
       if (waited_us / 1000 > timeout_ms)
-        violation(c, "collective-calls", call,
-                  "rank %d never arrived at this call (collective #%lu) within %ld ms;"
-                  " every rank must make the same collective calls",
-                  r, c->seq, timeout_ms);
+        violation(
+            c, "collective-calls", call,
+            "rank %d never arrived at this call (collective #%lu) within %ld ms;"
+            " every rank must make the same collective calls",
+            r, c->seq, timeout_ms);
       nanosleep(&nap, NULL);
       waited_us += 200;
     }
@@ -386,12 +398,14 @@ static void *new_alloc(size_t size, enum alloc_kind kind)
 {
   sim_alloc *a = calloc(1, sizeof *a);
   void *p = NULL;
-  if (a == NULL || posix_memalign(&p, NCCL_WIN_REQUIRED_ALIGNMENT, size ? size : 1) != 0) {
+  if (a == NULL ||
+      posix_memalign(&p, NCCL_WIN_REQUIRED_ALIGNMENT, size ? size : 1) != 0) {
     free(a);
     return NULL;
   }
   memset(p, 0xA5, size); /* device memory starts as garbage, not zeros */
-  *a = (sim_alloc){.base = p, .size = size, .kind = kind, .device = current_device};
+  *a = (sim_alloc){
+      .base = p, .size = size, .kind = kind, .device = current_device};
   pthread_mutex_lock(&lock);
   install_exit_check();
   a->next = allocs;
@@ -589,7 +603,8 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId *id)
   memset(id, 0, sizeof *id);
   int n = snprintf(id->internal, sizeof id->internal, SIM_MAGIC);
   for (size_t i = 0; i < sizeof bytes; i++)
-    n += snprintf(id->internal + n, sizeof id->internal - (size_t)n, "%02x", bytes[i]);
+    n += snprintf(id->internal + n, sizeof id->internal - (size_t)n, "%02x",
+                  bytes[i]);
   return ncclSuccess;
 }
 
@@ -604,7 +619,8 @@ static ncclResult_t init_rank(ncclComm_t *out, int nranks, ncclUniqueId id,
               "the ncclUniqueId was not made by ncclGetUniqueId (was it"
               " broadcast to every rank?)");
   if (nranks < 1 || rank < 0 || rank >= nranks) {
-    snprintf(last_error, sizeof last_error, "rank %d out of range for %d ranks", rank, nranks);
+    snprintf(last_error, sizeof last_error, "rank %d out of range for %d ranks",
+             rank, nranks);
     return ncclInvalidArgument;
   }
   struct ncclComm *c = calloc(1, sizeof *c);
@@ -615,9 +631,11 @@ static ncclResult_t init_rank(ncclComm_t *out, int nranks, ncclUniqueId id,
     base = getenv("TMPDIR");
   if (base == NULL)
     base = "/tmp";
-  snprintf(c->dir, sizeof c->dir, "%s/%s", base, id.internal + strlen(SIM_MAGIC));
+  snprintf(c->dir, sizeof c->dir, "%s/%s", base,
+           id.internal + strlen(SIM_MAGIC));
   if (mkdir(c->dir, 0700) != 0 && errno != EEXIST) {
-    snprintf(last_error, sizeof last_error, "ncclsim: mkdir %s: %s", c->dir, strerror(errno));
+    snprintf(last_error, sizeof last_error, "ncclsim: mkdir %s: %s", c->dir,
+             strerror(errno));
     free(c);
     return ncclSystemError;
   }
@@ -632,9 +650,10 @@ static ncclResult_t init_rank(ncclComm_t *out, int nranks, ncclUniqueId id,
     msg_header peer;
     fetch(c, r, &peer, NULL, 0);
     if (peer.size != (size_t)nranks)
-      violation(c, "collective-calls", call,
-                "rank %d created the communicator with %zu ranks, this rank with %d",
-                r, peer.size, nranks);
+      violation(
+          c, "collective-calls", call,
+          "rank %d created the communicator with %zu ranks, this rank with %d",
+          r, peer.size, nranks);
     if (r != rank && peer.arg == c->device)
       violation(c, "one-rank-per-device", call,
                 "ranks %d and %d both use device %d in one communicator",
@@ -651,13 +670,16 @@ static ncclResult_t init_rank(ncclComm_t *out, int nranks, ncclUniqueId id,
   return ncclSuccess;
 }
 
-ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank)
+ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id,
+                              int rank)
 {
-  return init_rank(comm, nranks, id, rank, NCCL_CTA_POLICY_DEFAULT, "ncclCommInitRank");
+  return init_rank(comm, nranks, id, rank, NCCL_CTA_POLICY_DEFAULT,
+                   "ncclCommInitRank");
 }
 
-ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId id,
-                                    int rank, ncclConfig_t *config)
+ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks,
+                                    ncclUniqueId id, int rank,
+                                    ncclConfig_t *config)
 {
   int policy = NCCL_CTA_POLICY_DEFAULT;
   if (config != NULL && config->CTAPolicy != NCCL_CONFIG_UNDEF_INT)
@@ -691,7 +713,8 @@ ncclResult_t ncclMemFree(void *ptr)
     if (w->alloc == a)
       violation(w->comm, "deregister-before-free", "ncclMemFree",
                 "the buffer at %p still has a registered window;"
-                " call ncclCommWindowDeregister first", ptr);
+                " call ncclCommWindowDeregister first",
+                ptr);
   take_alloc(ptr);
   pthread_mutex_unlock(&lock);
   free(a->base);
@@ -713,7 +736,8 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size,
               "%p is not device memory from ncclMemAlloc", buff);
   else if (a->kind != FROM_NCCL_MEM_ALLOC)
     violation(comm, "window-on-ncclMemAlloc", call,
-              "%p comes from cudaMalloc; windows need ncclMemAlloc memory", buff);
+              "%p comes from cudaMalloc; windows need ncclMemAlloc memory",
+              buff);
   size_t offset = (size_t)((unsigned char *)buff - a->base);
   if (offset % NCCL_WIN_REQUIRED_ALIGNMENT != 0)
     violation(comm, "window-alignment", call,
@@ -744,7 +768,8 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size,
   struct ncclWindow_vidmem *w = calloc(1, sizeof *w);
   if (w == NULL)
     return ncclSystemError;
-  *w = (struct ncclWindow_vidmem){.comm = comm, .alloc = a, .ptr = buff, .size = size};
+  *w = (struct ncclWindow_vidmem){
+      .comm = comm, .alloc = a, .ptr = buff, .size = size};
   pthread_mutex_lock(&lock);
   w->next = windows;
   windows = w;
@@ -810,7 +835,8 @@ ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
   if (injected_failure(call))
     return ncclUnhandledCudaError;
   if (datatype != ncclFloat || op != ncclSum) {
-    snprintf(last_error, sizeof last_error, "ncclsim: only float sum is simulated");
+    snprintf(last_error, sizeof last_error,
+             "ncclsim: only float sum is simulated");
     return ncclInvalidArgument;
   }
   size_t bytes = count * sizeof(float);
@@ -841,9 +867,9 @@ ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
   return ncclSuccess;
 }
 
-ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
-                           ncclDataType_t datatype, ncclComm_t comm,
-                           cudaStream_t stream)
+ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff,
+                           size_t sendcount, ncclDataType_t datatype,
+                           ncclComm_t comm, cudaStream_t stream)
 {
   const char *call = "ncclAllGather";
   (void)stream;
@@ -865,7 +891,8 @@ ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcoun
     fetch(comm, r, &peer, gathered + (size_t)r * sendcount, bytes);
     if (peer.size != sendcount)
       violation(comm, "collective-calls", call,
-                "rank %d passed count %zu, this rank %zu", r, peer.size, sendcount);
+                "rank %d passed count %zu, this rank %zu", r, peer.size,
+                sendcount);
   }
   finish_exchange(comm);
   maybe_corrupt(comm, gathered, sendcount * (size_t)comm->nranks);
@@ -883,7 +910,8 @@ ncclResult_t ncclCommFinalize(ncclComm_t comm)
   return ncclSuccess;
 }
 
-static ncclResult_t release_comm(ncclComm_t comm, const char *call, int check_windows)
+static ncclResult_t release_comm(ncclComm_t comm, const char *call,
+                                 int check_windows)
 {
   pthread_mutex_lock(&lock);
   if (check_windows)
@@ -891,7 +919,8 @@ static ncclResult_t release_comm(ncclComm_t comm, const char *call, int check_wi
       if (w->comm == comm)
         violation(comm, "deregister-before-destroy", call,
                   "a window of %zu bytes is still registered on this"
-                  " communicator; call ncclCommWindowDeregister first", w->size);
+                  " communicator; call ncclCommWindowDeregister first",
+                  w->size);
   for (struct ncclComm **link = &comms; *link; link = &(*link)->next)
     if (*link == comm) {
       *link = comm->next;

@@ -19,9 +19,10 @@ static enum parse_result parse(const char *a1, const char *a2, size_t *count)
 int main(void)
 {
   int n = -7;
-  static const char *bad_threads[] = {"abc", "2x", "0", "-1", "", " 2", "+2",
-                                      "1025", "99999999999999999999999", "2 ",
-                                      "0x2", "1.5"};
+  static const char *bad_threads[] = {"abc", "2x",   "0",
+                                      "-1",  "",     " 2",
+                                      "+2",  "1025", "99999999999999999999999",
+                                      "2 ",  "0x2",  "1.5"};
   for (size_t i = 0; i < sizeof bad_threads / sizeof *bad_threads; i++) {
     if (parse_thread_count(bad_threads[i], &n) != -1) {
       fprintf(stderr, "NTHREADS='%s' was accepted\n", bad_threads[i]);
