@@ -392,6 +392,18 @@ else
   skip "gpu/*" "no GPU visible (nvidia-smi lists none): the real programs ran only up to the GPU check"
 fi
 
+# ------------------------------------------- the docs match the programs
+if command -v python3 >/dev/null; then
+  if begin docs/readmes-match-code; then
+    run python3 tests/check_docs.py
+    want_status 0
+    [ "$status" = 0 ] || why+="$(grep -v '^check_docs:' "$f.out" | head -n 3 | tr '\n' ' ')"
+    end
+  fi
+else
+  skip docs/readmes-match-code "python3 not installed"
+fi
+
 # --------------------------------------------------- static analysis
 if command -v cppcheck >/dev/null; then
   if begin static/cppcheck; then
