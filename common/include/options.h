@@ -13,7 +13,21 @@
 typedef struct example_options {
   const char *prog; /* program name for messages */
   size_t count;     /* elements per rank (-n/--count) */
+
+  /* --bench: measure over a range of message sizes (common/src/bench.c) */
+  int bench;
+  size_t min_bytes, max_bytes; /* -b, -e: message sizes, bytes */
+  unsigned factor;             /* -f: next size = size * factor */
+  int warmup, iters;           /* -w, -i: operations per size and mode */
+  const char *csv;             /* --csv FILE: rows also as CSV */
+  int overlap;                 /* --overlap: SGEMM beside the collective */
 } example_options;
+
+#define BENCH_DEFAULT_MIN    ((size_t)1 << 10)
+#define BENCH_DEFAULT_MAX    ((size_t)1 << 30)
+#define BENCH_DEFAULT_FACTOR 4
+#define BENCH_DEFAULT_WARMUP 5
+#define BENCH_DEFAULT_ITERS  20
 
 enum parse_result { PARSE_OK, PARSE_HELP, PARSE_BAD };
 
@@ -27,6 +41,10 @@ enum parse_result parse_options(int argc, char *argv[], example_options *opts,
  * `max`. Returns 0 and sets *out, or -1 if text is anything else. */
 int parse_positive(const char *text, unsigned long long max,
                    unsigned long long *out);
+
+/* Parses a size in bytes: a positive whole number with an optional K, M or G
+ * suffix (powers of 1024), e.g. "64K". Returns 0 and sets *out, or -1. */
+int parse_size(const char *text, size_t *out);
 
 /* Parses NTHREADS: 1 .. NTHREADS_MAX. Returns 0 and sets *out, or -1. */
 int parse_thread_count(const char *text, int *out);

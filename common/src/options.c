@@ -9,13 +9,38 @@
 
 static void print_usage(FILE *out, const char *prog)
 {
-  fprintf(out,
-          "Usage: %s [-n COUNT] [-h]\n"
-          "  -n, --count COUNT  floats per rank (default %zu)\n"
-          "  -h, --help         show this help and exit\n"
-          "Environment (pthread build): NTHREADS=N runs N ranks, one per GPU\n"
-          "(default: every visible GPU). MPI build: one rank per process.\n",
-          prog, DEFAULT_COUNT);
+  fprintf(
+      out,
+      "Usage: %s [-n COUNT] [-h]\n"
+      "       %s --bench [-b MIN] [-e MAX] [-f FACTOR] [-w WARMUP] [-i ITERS]\n"
+      "              [--csv FILE] [--overlap]\n"
+      "  -n, --count COUNT  floats per rank (default %zu)\n"
+      "  -h, --help         show this help and exit\n"
+      "  --bench            measure instead: time, bandwidth and engine per\n"
+      "                     message size, with and without symmetric windows\n"
+      "  -b, -e SIZE        smallest and largest message in bytes, K/M/G\n"
+      "                     suffixes allowed (default 1K and 1G)\n"
+      "  -f FACTOR          size step, at least 2 (default %d)\n"
+      "  -w, -i N           warm-up and timed operations per size (default %d, %d)\n"
+      "  --csv FILE         also write the rows as CSV\n"
+      "  --overlap          also time an SGEMM loop running beside the collective\n"
+      "Environment (pthread build): NTHREADS=N runs N ranks, one per GPU\n"
+      "(default: every visible GPU). MPI build: one rank per process.\n",
+      prog, prog, DEFAULT_COUNT, BENCH_DEFAULT_FACTOR, BENCH_DEFAULT_WARMUP,
+      BENCH_DEFAULT_ITERS);
+}
+
+/* Reports a bad option value; returns PARSE_BAD. */
+static enum parse_result bad_value(const example_options *opts, int quiet,
+                                   const char *option, const char *value,
+                                   const char *allowed)
+{
+  if (!quiet) {
+    fprintf(stderr, "%s: invalid %s '%s': %s\n", opts->prog, option, value,
+            allowed);
+    print_usage(stderr, opts->prog);
+  }
+  return PARSE_BAD;
 }
 
 int parse_positive(const char *text, unsigned long long max,
@@ -29,6 +54,35 @@ int parse_positive(const char *text, unsigned long long max,
   if (errno != 0 || *end != '\0' || value == 0 || value > max)
     return -1;
   *out = value;
+  return 0;
+}
+
+int parse_size(const char *text, size_t *out)
+{
+  if (text == NULL || text[0] < '0' || text[0] > '9')
+    return -1;
+  char *end = NULL;
+  errno = 0;
+  unsigned long long value = strtoull(text, &end, 10);
+  unsigned shift = 0;
+  switch (*end) {
+  case 'K':
+    shift = 10;
+    end++;
+    break;
+  case 'M':
+    shift = 20;
+    end++;
+    break;
+  case 'G':
+    shift = 30;
+    end++;
+    break;
+  default: break;
+  }
+  if (errno != 0 || *end != '\0' || value == 0 || value > (SIZE_MAX >> shift))
+    return -1;
+  *out = (size_t)value << shift;
   return 0;
 }
 
@@ -51,19 +105,32 @@ int count_fits(size_t count, int nranks)
 enum parse_result parse_options(int argc, char *argv[], example_options *opts,
                                 int quiet)
 {
+  enum { OPT_BENCH = 1000, OPT_CSV, OPT_OVERLAP };
   static const struct option longopts[] = {
       {"count", required_argument, NULL, 'n'},
       {"help", no_argument, NULL, 'h'},
+      {"bench", no_argument, NULL, OPT_BENCH},
+      {"csv", required_argument, NULL, OPT_CSV},
+      {"overlap", no_argument, NULL, OPT_OVERLAP},
       {NULL, 0, NULL, 0},
   };
   const char *slash = strrchr(argv[0], '/');
-  opts->prog = slash ? slash + 1 : argv[0];
-  opts->count = DEFAULT_COUNT;
+  *opts = (example_options){
+      .prog = slash ? slash + 1 : argv[0],
+      .count = DEFAULT_COUNT,
+      .min_bytes = BENCH_DEFAULT_MIN,
+      .max_bytes = BENCH_DEFAULT_MAX,
+      .factor = BENCH_DEFAULT_FACTOR,
+      .warmup = BENCH_DEFAULT_WARMUP,
+      .iters = BENCH_DEFAULT_ITERS,
+  };
+  const char *needs_bench = NULL; /* an option that only --bench uses */
 
   opterr = 0; /* we print our own messages */
   optind = 1;
   int c;
-  while ((c = getopt_long(argc, argv, ":n:h", longopts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":n:hb:e:f:w:i:", longopts, NULL)) !=
+         -1) {
     unsigned long long value;
     switch (c) {
     case 'n':
@@ -80,6 +147,45 @@ enum parse_result parse_options(int argc, char *argv[], example_options *opts,
       if (!quiet)
         print_usage(stdout, opts->prog);
       return PARSE_HELP;
+    case OPT_BENCH: opts->bench = 1; break;
+    case 'b':
+    case 'e':
+      if (parse_size(optarg, c == 'b' ? &opts->min_bytes : &opts->max_bytes))
+        return bad_value(opts, quiet, c == 'b' ? "-b" : "-e", optarg,
+                         "use a size in bytes such as 1024, 64K, 1M or 1G");
+      needs_bench = c == 'b' ? "-b" : "-e";
+      break;
+    case 'f':
+      if (parse_positive(optarg, 1024, &value) != 0 || value < 2)
+        return bad_value(opts, quiet, "-f", optarg,
+                         "use a whole number from 2 to 1024");
+      opts->factor = (unsigned)value;
+      needs_bench = "-f";
+      break;
+    case 'w':
+      if (strcmp(optarg, "0") == 0)
+        value = 0;
+      else if (parse_positive(optarg, 1000000, &value) != 0)
+        return bad_value(opts, quiet, "-w", optarg,
+                         "use a whole number from 0 to 1000000");
+      opts->warmup = (int)value;
+      needs_bench = "-w";
+      break;
+    case 'i':
+      if (parse_positive(optarg, 1000000, &value) != 0)
+        return bad_value(opts, quiet, "-i", optarg,
+                         "use a whole number from 1 to 1000000");
+      opts->iters = (int)value;
+      needs_bench = "-i";
+      break;
+    case OPT_CSV:
+      opts->csv = optarg;
+      needs_bench = "--csv";
+      break;
+    case OPT_OVERLAP:
+      opts->overlap = 1;
+      needs_bench = "--overlap";
+      break;
     case ':':
       if (!quiet) {
         fprintf(stderr, "%s: option '%s' needs a value\n", opts->prog,
@@ -102,6 +208,20 @@ enum parse_result parse_options(int argc, char *argv[], example_options *opts,
               argv[optind]);
       print_usage(stderr, opts->prog);
     }
+    return PARSE_BAD;
+  }
+  if (!opts->bench && needs_bench != NULL) {
+    if (!quiet)
+      fprintf(stderr, "%s: option '%s' only works with --bench\n", opts->prog,
+              needs_bench);
+    return PARSE_BAD;
+  }
+  if (opts->min_bytes > opts->max_bytes) {
+    if (!quiet)
+      fprintf(stderr,
+              "%s: -b %zu is larger than -e %zu: the smallest size must not"
+              " exceed the largest\n",
+              opts->prog, opts->min_bytes, opts->max_bytes);
     return PARSE_BAD;
   }
   return PARSE_OK;
