@@ -37,14 +37,27 @@ else ifeq ($(shell $(CC) -print-file-name=libnccl.so),libnccl.so)
   NCCL_LDFLAGS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64
 endif
 
-# The CUDA runtime is linked statically (as nvcc does), so the only shared
-# library to find at run time is NCCL. Tests replace RUNTIME_LIBS with the
-# host simulation.
-RUNTIME_LIBS ?= $(NCCL_LDFLAGS) -lnccl $(CUDA_HOME)/lib64/libcudart_static.a -ldl -lrt
+# --bench uses CUPTI (which engine ran) and cuBLAS (--overlap) when the
+# toolkit has them; HAVE_CUPTI=0 or HAVE_CUBLAS=0 builds without.
+CUPTI_LIB := $(firstword $(wildcard $(CUDA_HOME)/lib64/libcupti.so $(CUDA_HOME)/extras/CUPTI/lib64/libcupti.so))
+HAVE_CUPTI ?= $(if $(and $(wildcard $(CUDA_HOME)/include/cupti.h),$(CUPTI_LIB)),1,0)
+HAVE_CUBLAS ?= $(if $(wildcard $(CUDA_HOME)/include/cublas_v2.h),1,0)
+BENCH_LIBS :=
+ifeq ($(HAVE_CUPTI),1)
+  BENCH_LIBS += -L$(dir $(CUPTI_LIB)) -Wl,-rpath,$(dir $(CUPTI_LIB)) -lcupti
+endif
+ifeq ($(HAVE_CUBLAS),1)
+  BENCH_LIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas
+endif
+
+# The CUDA runtime is linked statically (as nvcc does). Tests replace
+# RUNTIME_LIBS with the host simulation.
+RUNTIME_LIBS ?= $(NCCL_LDFLAGS) -lnccl $(BENCH_LIBS) $(CUDA_HOME)/lib64/libcudart_static.a -ldl -lrt
 
 # -idirafter: system headers (a system nccl.h) win over CUDA_HOME's.
 ALL_CPPFLAGS := -I$(TOOLCHAIN_DIR)/include $(NCCL_CPPFLAGS) \
-                -idirafter $(CUDA_HOME)/include $(MODE_CPPFLAGS) -D_GNU_SOURCE
+                -idirafter $(CUDA_HOME)/include $(MODE_CPPFLAGS) -D_GNU_SOURCE \
+                -DHAVE_CUPTI=$(HAVE_CUPTI) -DHAVE_CUBLAS=$(HAVE_CUBLAS)
 WARNINGS := -std=c11 -Wall -Wextra -Werror
 
 Q := $(if $(filter 1,$(V)),,@)

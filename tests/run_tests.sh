@@ -392,6 +392,49 @@ else
   skip "gpu/*" "no GPU visible (nvidia-smi lists none): the real programs ran only up to the GPU check"
 fi
 
+# ------------------------------------------------- the Python variants
+PY_SCRIPTS="01_allreduce/python/allreduce_sm.py 02_allgather/python/allgather_ce.py"
+if command -v python3 >/dev/null; then
+  if begin python/compile; then
+    run python3 -m py_compile $PY_SCRIPTS common/python/example_utils.py
+    want_status 0
+    end
+  fi
+  PYFLAKES=(pyflakes3)
+  command -v pyflakes3 >/dev/null || PYFLAKES=(python3 -m pyflakes)
+  if "${PYFLAKES[@]}" --version >/dev/null 2>&1; then
+    if begin python/pyflakes; then
+      run "${PYFLAKES[@]}" $PY_SCRIPTS common/python/example_utils.py
+      want_status 0
+      end
+    fi
+  else
+    skip python/pyflakes "pyflakes not installed (Debian: apt-get install pyflakes3)"
+  fi
+fi
+PY_REASON=""
+if [ "$NGPUS" = 0 ]; then
+  PY_REASON="no GPU visible"
+elif [ $HAVE_MPI = 0 ]; then
+  PY_REASON="$NO_MPI"
+elif ! python3 -c "import nccl.core, cupy, mpi4py" >"$LOG/python-import.txt" 2>&1; then
+  PY_REASON="nccl4py, cupy or mpi4py does not import: $(tail -n 1 "$LOG/python-import.txt")"
+fi
+for script in $PY_SCRIPTS; do
+  p=$(basename "$script" .py)
+  if [ -n "$PY_REASON" ]; then
+    skip "python/gpu/$p" "$PY_REASON"
+    continue
+  fi
+  for n in $(seq 1 "$NGPUS"); do
+    if begin "python/gpu/$p-$n"; then
+      expected $p $n 1048576 "Number of processes: $n" >"$f.expected"
+      run "${MPIRUN[@]}" -np $n python3 "$script"
+      want_status 0; want_out_file "$f.expected"; end
+    fi
+  done
+done
+
 # ------------------------------------------- the docs match the programs
 if command -v python3 >/dev/null; then
   if begin docs/readmes-match-code; then

@@ -19,6 +19,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include "bench.h"
 #include "bootstrap.h"
 #include "checks.h"
 #include "output.h"
@@ -32,6 +33,8 @@ static int allreduce_sm(const rank_ctx *ctx)
   if (!require_nccl_version(ctx, NCCL_VERSION(2, 27, 0),
                             "symmetric memory windows"))
     return EXIT_FAILURE;
+  if (ctx->opts->bench) /* --bench measures instead: common/src/bench.c */
+    return run_bench(ctx, BENCH_ALLREDUCE);
 
   /* STEP 1: Initialize the NCCL communicator ----------------------------- */
   print_root(ctx, "Starting AllReduce example with %d ranks\n", total_ranks);

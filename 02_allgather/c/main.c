@@ -19,6 +19,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include "bench.h"
 #include "bootstrap.h"
 #include "checks.h"
 #include "output.h"
@@ -37,6 +38,8 @@ static int allgather_ce(const rank_ctx *ctx)
   if (!require_nccl_version(ctx, NCCL_VERSION(2, 28, 0),
                             "the copy-engine policy (CTAPolicy ZERO)"))
     return EXIT_FAILURE;
+  if (ctx->opts->bench) /* --bench measures instead: common/src/bench.c */
+    return run_bench(ctx, BENCH_ALLGATHER);
 
   /* STEP 1: Initialize the communicator with the copy-engine policy ------ */
   print_root(ctx,

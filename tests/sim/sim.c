@@ -22,9 +22,12 @@
  *   SIM_FAIL=CALL:R      CALL fails on rank R (e.g. ncclMemAlloc:2)
  *   SIM_WRONG_RESULT=R[:I]  rank R's collective result is wrong at index I
  *   SIM_TIMEOUT_MS=T     how long a rank waits for its peers (default 10000)
+ * cuBLAS's SGEMM is accepted and not computed (only --bench --overlap
+ * calls it, and its result is not used).
  * A "rank" is the rank of the calling thread's communicator, or its current
  * device before it has one.
  */
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -475,6 +478,28 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count,
 {
   (void)stream;
   return cudaMemcpy(dst, src, count, kind);
+}
+
+cudaError_t cudaMemsetAsync(void *ptr, int value, size_t count,
+                            cudaStream_t stream)
+{
+  (void)stream;
+  pthread_mutex_lock(&lock);
+  int inside = find_alloc(ptr, count) != NULL;
+  pthread_mutex_unlock(&lock);
+  if (!inside)
+    return cudaErrorInvalidValue;
+  memset(ptr, value, count);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemcpyPeerAsync(void *dst, int dst_device, const void *src,
+                                int src_device, size_t count,
+                                cudaStream_t stream)
+{
+  (void)dst_device;
+  (void)src_device;
+  return cudaMemcpyAsync(dst, src, count, cudaMemcpyDeviceToDevice, stream);
 }
 
 cudaError_t cudaStreamCreate(cudaStream_t *stream)
@@ -942,4 +967,47 @@ ncclResult_t ncclCommAbort(ncclComm_t comm)
 {
   mark_abort(comm->dir);
   return release_comm(comm, "ncclCommAbort", 0);
+}
+
+/* ------------------------------------------------------------------------
+ * cuBLAS (--bench --overlap): accepted, not computed
+ * --------------------------------------------------------------------- */
+
+struct cublasContext {
+  int unused;
+};
+
+cublasStatus_t cublasCreate_v2(cublasHandle_t *handle)
+{
+  *handle = calloc(1, sizeof **handle);
+  return *handle ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_ALLOC_FAILED;
+}
+
+cublasStatus_t cublasDestroy_v2(cublasHandle_t handle)
+{
+  free(handle);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSetStream_v2(cublasHandle_t handle, cudaStream_t stream)
+{
+  (void)handle;
+  (void)stream;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa,
+                              cublasOperation_t transb, int m, int n, int k,
+                              const float *alpha, const float *A, int lda,
+                              const float *B, int ldb, const float *beta,
+                              float *C, int ldc)
+{
+  (void)handle, (void)transa, (void)transb, (void)alpha, (void)beta;
+  (void)lda, (void)ldb, (void)ldc;
+  pthread_mutex_lock(&lock);
+  int inside = find_alloc(A, (size_t)m * k * 4) &&
+               find_alloc(B, (size_t)k * n * 4) &&
+               find_alloc(C, (size_t)m * n * 4);
+  pthread_mutex_unlock(&lock);
+  return inside ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
 }

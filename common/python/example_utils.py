@@ -1,0 +1,191 @@
+"""Shared parts of the Python examples: options, the MPI ranks, ordered
+output, requirement checks and verification. The NCCL lifecycle itself stays
+in the example scripts, as in the C programs (common/ holds the same parts
+in C).
+
+Exit statuses are the C programs': 0 success, 1 run-time failure (no GPU, a
+failing call, NCCL too old, a wrong result), 2 usage error (bad option, more
+ranks on a node than GPUs).
+"""
+import argparse
+import os
+import sys
+
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+DEFAULT_COUNT = 1024 * 1024  # floats per rank: 4 MB
+TOLERANCE = 1e-3
+
+
+def parse_args(description):
+    """Returns the parsed command line (.count). argparse exits with status 2
+    and a message naming the bad value on bad input."""
+
+    def positive(text):
+        if not text.isdigit() or int(text) == 0:
+            raise argparse.ArgumentTypeError(f"invalid count '{text}': use a whole number from 1 up")
+        return int(text)
+
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("-n", "--count", type=positive, default=DEFAULT_COUNT,
+                        help=f"floats per rank (default {DEFAULT_COUNT})")
+    return parser.parse_args()
+
+
+class Ranks:
+    """This process's place in the MPI job: one rank per GPU, the GPU being
+    the node-local rank. Collective methods must be called by every rank."""
+
+    def __init__(self, prog):
+        from mpi4py import MPI
+
+        self.prog = prog
+        self.world = MPI.COMM_WORLD
+        self.rank = self.world.Get_rank()
+        self.size = self.world.Get_size()
+        node = self.world.Split_type(MPI.COMM_TYPE_SHARED, key=self.rank)
+        self.local_rank = node.Get_rank()
+        self.local_size = node.Get_size()
+        node.Free()
+        # An exception on one rank must end the whole job, not leave the
+        # other ranks waiting in a collective.
+        default_hook = sys.excepthook
+
+        def abort_job(kind, value, traceback):
+            default_hook(kind, value, traceback)
+            sys.stderr.flush()
+            self.world.Abort(EXIT_FAILURE)
+
+        sys.excepthook = abort_job
+
+    def error(self, message):
+        print(f"{self.prog}: rank {self.rank}: {message}", file=sys.stderr, flush=True)
+
+    def print_root(self, text):
+        if self.rank == 0:
+            print(text, flush=True)
+
+    def print_ordered(self, text):
+        """Collective: rank 0 prints every rank's text in rank order; an
+        empty text prints nothing."""
+        texts = self.world.gather(text, root=0)
+        if self.rank == 0:
+            for t in texts:
+                if t:
+                    print(t, flush=True)
+
+    def worst(self, status):
+        """Collective: the largest status any rank passed."""
+        from mpi4py import MPI
+
+        return self.world.allreduce(status, op=MPI.MAX)
+
+    def all_ok(self, ok):
+        return self.worst(0 if ok else 1) == 0
+
+    def finish(self, status):
+        """Collective: every process exits with the worst status."""
+        status = self.worst(status)
+        if status == 0:
+            self.print_root("\nAll NCCL communicators finalized successfully!")
+        sys.exit(status)
+
+
+def import_gpu_libraries(ranks):
+    """Returns (nccl.core, cupy), or ends the job with a message saying what
+    to install."""
+    try:
+        import cupy
+        import nccl.core
+    except ImportError as e:
+        ranks.error(f"{e}: install the requirements, e.g. pip install -r requirements-cu13.txt")
+        sys.exit(EXIT_FAILURE)
+    return nccl.core, cupy
+
+
+def select_gpu(ranks, cupy):
+    """Every rank checks it has a GPU of its own and makes it current; if any
+    rank has none, every rank says why and the job stops."""
+    problem, message = 0, ""
+    try:
+        ngpus = cupy.cuda.runtime.getDeviceCount()
+    except cupy.cuda.runtime.CUDARuntimeError as e:
+        ngpus, problem = 0, EXIT_FAILURE
+        message = f"no usable GPU: cudaGetDeviceCount failed: {e}"
+    if problem == 0 and ranks.local_size > ngpus:
+        problem = EXIT_USAGE
+        message = (f"node-local rank {ranks.local_rank} of {ranks.local_size} on {os.uname().nodename}:"
+                   f" only {ngpus} GPU(s) visible there; one rank per GPU, so start at most"
+                   f" {ngpus} rank(s) per node")
+    worst = ranks.worst(problem)
+    if worst:
+        ranks.error(message or "stopping: another rank has no GPU of its own (see its message)")
+        sys.exit(worst)
+    cupy.cuda.Device(ranks.local_rank).use()
+    return ranks.local_rank
+
+
+def require_nccl(ranks, nccl, minimum, feature):
+    """Collective: stops the job if the loaded libnccl is older than
+    `minimum` (a "2.27.0" string), naming both versions."""
+    from packaging.version import Version
+
+    info = nccl.get_version().libnccl
+    ok = info is not None and info.version >= Version(minimum)
+    if not ok:
+        have = info.version if info is not None else "unknown"
+        ranks.error(f"NCCL {have} is too old for {feature}: needs NCCL >= {minimum}")
+    if not ranks.all_ok(ok):
+        sys.exit(EXIT_FAILURE)
+
+
+def report_symmetric_windows(ranks, *windows):
+    """Collective: NCCL hands back an empty window when the communicator has
+    no symmetric-memory support; say so, once per rank affected."""
+    real = all(w.handle != 0 for w in windows)
+    ranks.print_ordered("" if real else
+                        f"  Rank {ranks.rank}: no symmetric window: this communicator has no"
+                        " symmetric-memory support; the collective runs on NCCL's regular path")
+
+
+def mismatches(values, expected):
+    """(number of elements farther than TOLERANCE from expected, index of the
+    first); NaN counts as a mismatch."""
+    import numpy
+
+    bad = ~(numpy.abs(values - expected) <= TOLERANCE)
+    n = int(bad.sum())
+    return n, int(numpy.argmax(bad)) if n else -1
+
+
+def combine(ranks, line, ok):
+    """Collective: prints each wrong rank's line, then the outcome."""
+    ranks.print_ordered(line)
+    all_ok = ranks.all_ok(ok)
+    ranks.print_root("Results verified correctly" if all_ok else "Results verification failed")
+    return all_ok
+
+
+def verify_allreduce(ranks, result, expected):
+    ranks.print_root(f"Verification - Expected: {expected:.1f}, Got: {result[0]:.1f}")
+    n, first = mismatches(result, expected)
+    line = (f"  Rank {ranks.rank}: {n} of {result.size} elements wrong; first at index {first}:"
+            f" Expected {expected:.1f}, Got {result[first]:.1f}") if n else ""
+    return combine(ranks, line, n == 0)
+
+
+def verify_allgather_segments(ranks, result, count):
+    total, first_bad = 0, None
+    for r in range(ranks.size):
+        segment = result[r * count:(r + 1) * count]
+        ranks.print_root(f"Verification - Segment {r}: Expected: {r:.1f}, Got: {segment[0]:.1f}")
+        n, first = mismatches(segment, float(r))
+        if n and first_bad is None:
+            first_bad = (r, first, segment[first])
+        total += n
+    line = ""
+    if first_bad is not None:
+        r, i, got = first_bad
+        line = (f"  Rank {ranks.rank}: {total} of {result.size} elements wrong; first in segment {r}"
+                f" at index {i}: Expected {r:.1f}, Got {got:.1f}")
+    return combine(ranks, line, total == 0)

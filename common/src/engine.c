@@ -1,0 +1,157 @@
+#include "engine.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#if HAVE_CUPTI
+#include <pthread.h>
+
+#include <cupti.h>
+
+/* CUPTI hands buffers of records to callbacks that take no user pointer, so
+ * what they collect lives here, behind a lock (ranks may be threads). */
+typedef struct record {
+  uint32_t device;
+  uint64_t start;
+  int is_kernel;
+} record;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static record *records;
+static size_t nrecords, capacity;
+static int users;  /* nesting count of engine_probe_start */
+static int broken; /* CUPTI failed once: stop trying */
+
+#define BUFFER_SIZE (1 << 20)
+
+static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size,
+                                      size_t *max_records)
+{
+  *buffer = aligned_alloc(8, BUFFER_SIZE);
+  *size = *buffer ? BUFFER_SIZE : 0;
+  *max_records = 0; /* as many as fit */
+}
+
+static void keep(uint32_t device, uint64_t start, int is_kernel)
+{
+  if (nrecords == capacity) {
+    size_t more = capacity ? 2 * capacity : 4096;
+    record *grown = realloc(records, more * sizeof *grown);
+    if (grown == NULL)
+      return; /* a lost record can only make a count low */
+    records = grown;
+    capacity = more;
+  }
+  records[nrecords++] = (record){device, start, is_kernel};
+}
+
+static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
+                                      uint8_t *buffer, size_t size,
+                                      size_t valid)
+{
+  (void)ctx;
+  (void)stream;
+  (void)size;
+  CUpti_Activity *r = NULL;
+  pthread_mutex_lock(&lock);
+  while (cuptiActivityGetNextRecord(buffer, valid, &r) == CUPTI_SUCCESS) {
+    if (r->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
+      const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)r;
+      keep(k->deviceId, k->start, 1);
+    } else if (r->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
+      const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)r;
+      keep(m->deviceId, m->start, 0);
+    } else if (r->kind == CUPTI_ACTIVITY_KIND_MEMCPY2) {
+      const CUpti_ActivityMemcpyPtoP4 *m = (const CUpti_ActivityMemcpyPtoP4 *)r;
+      keep(m->deviceId, m->start, 0);
+    }
+  }
+  pthread_mutex_unlock(&lock);
+  free(buffer);
+}
+
+static const CUpti_ActivityKind kinds[] = {
+    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+    CUPTI_ACTIVITY_KIND_MEMCPY2};
+#define NKINDS (sizeof kinds / sizeof *kinds)
+
+static int failed(CUptiResult res, const char *call)
+{
+  if (res == CUPTI_SUCCESS)
+    return 0;
+  const char *text = "?";
+  cuptiGetResultString(res, &text);
+  fprintf(stderr, "engine probe: %s failed: %s; the engine column says n/a\n",
+          call, text);
+  broken = 1;
+  return 1;
+}
+
+int engine_probe_start(void)
+{
+  pthread_mutex_lock(&lock);
+  int ok = !broken;
+  if (ok && users == 0) {
+    static int callbacks_registered;
+    if (!callbacks_registered)
+      ok = !failed(
+          cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed),
+          "cuptiActivityRegisterCallbacks");
+    callbacks_registered = ok;
+    for (size_t i = 0; ok && i < NKINDS; i++)
+      ok = !failed(cuptiActivityEnable(kinds[i]), "cuptiActivityEnable");
+  }
+  if (ok)
+    users++;
+  pthread_mutex_unlock(&lock);
+  return ok;
+}
+
+void engine_probe_stop(void)
+{
+  pthread_mutex_lock(&lock);
+  if (users > 0 && --users == 0)
+    for (size_t i = 0; i < NKINDS; i++)
+      cuptiActivityDisable(kinds[i]);
+  pthread_mutex_unlock(&lock);
+}
+
+uint64_t engine_probe_now(void)
+{
+  uint64_t t = 0;
+  cuptiGetTimestamp(&t);
+  return t;
+}
+
+void engine_probe_count(int device, uint64_t t0, uint64_t t1, long *kernels,
+                        long *copies)
+{
+  cuptiActivityFlushAll(0); /* runs buffer_completed for what is done */
+  *kernels = *copies = 0;
+  pthread_mutex_lock(&lock);
+  for (size_t i = 0; i < nrecords; i++) {
+    const record *r = &records[i];
+    if (r->device == (uint32_t)device && r->start >= t0 && r->start <= t1) {
+      if (r->is_kernel)
+        ++*kernels;
+      else
+        ++*copies;
+    }
+  }
+  pthread_mutex_unlock(&lock);
+}
+
+#else /* built without CUPTI */
+
+int engine_probe_start(void) { return 0; }
+void engine_probe_stop(void) {}
+uint64_t engine_probe_now(void) { return 0; }
+void engine_probe_count(int device, uint64_t t0, uint64_t t1, long *kernels,
+                        long *copies)
+{
+  (void)device;
+  (void)t0;
+  (void)t1;
+  *kernels = *copies = -1;
+}
+#endif
