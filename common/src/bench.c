@@ -395,7 +395,8 @@ static void measure_overlap(bench *b, size_t bytes, size_t count)
   CUDACHECK(cudaEventElapsedTime(&ms, g0, g1));
   double coll_loop_ms = b->modes[b->nmodes - 1].max_us * b->opts->iters / 1e3;
   int gemms = (int)(coll_loop_ms / (ms / 3) + 0.5);
-  gemms = rank_max(ctx, gemms < 1 ? 1 : gemms); /* the same work everywhere */
+  gemms = gemms < 1 ? 1 : gemms > 1000 ? 1000 : gemms;
+  gemms = rank_max(ctx, gemms); /* the same work on every rank */
 
   print_root(ctx,
              "# overlap at %zu B: %d operations beside %d x SGEMM %zux%zux%zu"
