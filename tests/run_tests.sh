@@ -385,6 +385,25 @@ for variant in sim-pthread sim-mpi asan-pthread; do
     done
   done
 done
+if command -v gnuplot >/dev/null; then
+  for p in $PROGRAMS; do
+    csv="$LOG/bench_sim-pthread_$p-2.csv"
+    if begin "bench/plot/$p"; then
+      run tools/plot_bench.sh "$csv" "$f.png"
+      want_status 0
+      [ "$(head -c 4 "$f.png" 2>/dev/null | od -An -tx1 | tr -d ' ')" = 89504e47 ] || why+="no PNG written; "
+      end
+    fi
+  done
+  if begin "bench/plot/missing-csv"; then
+    run tools/plot_bench.sh "$LOG/no-such.csv"
+    want_status 1
+    want_err "is empty or missing"
+    end
+  fi
+else
+  skip "bench/plot" "gnuplot not installed (Debian: apt-get install gnuplot-nox)"
+fi
 for p in $PROGRAMS; do
   if begin "bench/sim-pthread/$p-wrong-result"; then
     SIM_WRONG_RESULT=1 sim_run sim-pthread $p 2 --bench -b 4K -e 4K -w 1 -i 2

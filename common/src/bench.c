@@ -20,7 +20,6 @@
 #include "verify.h"
 
 #define ATTRIBUTION_OPS 3  /* operations watched by CUPTI, apart from timing */
-#define ROOF_OPS        10 /* copies timed for the roofline */
 #define GEMM_N          4096 /* --overlap: SGEMM of GEMM_N^3 */
 #define MAX_MODES       3
 
@@ -188,8 +187,10 @@ static double roofline_us(const bench *b, size_t bytes)
   CUDACHECK(cudaSetDevice(peer));
   CUDACHECK(cudaMalloc(&dst, bytes));
   CUDACHECK(cudaSetDevice(ctx->device));
-  for (int i = 0; i < 2 + ROOF_OPS; i++) {
-    if (i == 2)
+  /* As many copies as collectives are timed, after as many warm-ups. */
+  const int warmup = b->opts->warmup, iters = b->opts->iters;
+  for (int i = 0; i < warmup + iters; i++) {
+    if (i == warmup)
       CUDACHECK(cudaEventRecord(b->start, b->stream));
     CUDACHECK(
         cudaMemcpyPeerAsync(dst, peer, src, ctx->device, bytes, b->stream));
@@ -200,7 +201,7 @@ static double roofline_us(const bench *b, size_t bytes)
   CUDACHECK(cudaEventElapsedTime(&ms, b->start, b->stop));
   CUDACHECK(cudaFree(src));
   CUDACHECK(cudaFree(dst));
-  return ms * 1e3 / ROOF_OPS;
+  return ms * 1e3 / iters;
 }
 
 /* 1 if any element of this rank's result is wrong. */
