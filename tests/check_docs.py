@@ -21,8 +21,16 @@ MAIN = {"allreduce_sm": "01_allreduce/c/main.c", "allgather_ce": "02_allgather/c
 
 
 def tracked(pattern):
-    out = subprocess.run(["git", "ls-files", pattern], cwd=ROOT, capture_output=True, text=True, check=True)
-    return out.stdout.split()
+    """The repository's files matching pattern ("*.md"): git's list in a
+    checkout, else every such file outside build folders."""
+    out = subprocess.run(["git", "ls-files", pattern], cwd=ROOT, capture_output=True, text=True)
+    if out.returncode == 0 and out.stdout.strip():
+        return out.stdout.split()
+    found = []
+    for folder, dirs, files in os.walk(ROOT):
+        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in ("build", "gpu-logs")]
+        found += [os.path.relpath(os.path.join(folder, f), ROOT) for f in files if f.endswith(pattern[1:])]
+    return sorted(found)
 
 
 def code_blocks(text):
