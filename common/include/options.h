@@ -26,8 +26,8 @@ typedef struct example_options {
 #define BENCH_DEFAULT_MIN    ((size_t)1 << 10)
 #define BENCH_DEFAULT_MAX    ((size_t)1 << 30)
 #define BENCH_DEFAULT_FACTOR 4
-#define BENCH_DEFAULT_WARMUP 5
-#define BENCH_DEFAULT_ITERS  20
+#define BENCH_DEFAULT_WARMUP 20
+#define BENCH_DEFAULT_ITERS  100
 
 enum parse_result { PARSE_OK, PARSE_HELP, PARSE_BAD };
 
