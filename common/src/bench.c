@@ -478,8 +478,11 @@ int run_bench(const rank_ctx *ctx, enum bench_collective coll)
     if (!csv_ok)
       print_error("cannot write --csv %s: %s\n", o->csv, strerror(errno));
   }
-  if (!all_ranks_ok(ctx, csv_ok))
+  if (!all_ranks_ok(ctx, csv_ok)) {
+    if (b.csv)
+      fclose(b.csv);
     return EXIT_FAILURE;
+  }
   if (b.csv)
     fprintf(b.csv, "program,ranks,mode,size_bytes,count,time_us,algbw_GBps,"
                    "busbw_GBps,roof_GBps,pct_roof,engine,kernels,copies,"

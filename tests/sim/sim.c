@@ -974,7 +974,7 @@ ncclResult_t ncclCommAbort(ncclComm_t comm)
  * --------------------------------------------------------------------- */
 
 struct cublasContext {
-  int unused;
+  cudaStream_t stream;
 };
 
 cublasStatus_t cublasCreate_v2(cublasHandle_t *handle)
@@ -991,8 +991,7 @@ cublasStatus_t cublasDestroy_v2(cublasHandle_t handle)
 
 cublasStatus_t cublasSetStream_v2(cublasHandle_t handle, cudaStream_t stream)
 {
-  (void)handle;
-  (void)stream;
+  handle->stream = stream;
   return CUBLAS_STATUS_SUCCESS;
 }
 
