@@ -149,6 +149,34 @@ mpi_cases() { # mpi_cases NAME: 0 if MPI cases can run, else reports a skip
 PROGRAMS="allreduce_sm allgather_ce"
 SMALL=4096 # floats per rank in the simulated runs: fast, still many pages
 
+# ------------------------------------------------------------- the build
+# Switching MPI=0/1 must relink the program in the other mode.
+if [ $HAVE_MPI = 1 ] && begin build/mode-switch; then
+  dir=$B/modeswitch
+  links_mpi() { ldd "$dir/allreduce_sm" | grep -q libmpi; }
+  mk() { make --no-print-directory -s -C 01_allreduce/c BUILD_DIR="$dir/obj" BIN="$dir/allreduce_sm" "$@" >>"$f.out" 2>>"$f.err"; }
+  run true
+  mk MPI=0 && ! links_mpi || why+="MPI=0 build links libmpi; "
+  mk MPI=1 && links_mpi || why+="MPI=1 after MPI=0 did not rebuild for MPI; "
+  mk MPI=0 && ! links_mpi || why+="MPI=0 after MPI=1 kept the MPI binary; "
+  end
+elif [ $HAVE_MPI = 0 ]; then
+  skip build/mode-switch "$NO_MPI"
+fi
+if begin build/install; then
+  run make --no-print-directory -s -C 02_allgather/c install BUILD_DIR="$B/install/obj" \
+    BIN="$B/install/allgather_ce" DESTDIR="$B/install/root" PREFIX=/opt/symmem
+  want_status 0
+  [ -x "$B/install/root/opt/symmem/bin/allgather_ce" ] || why+="not installed under DESTDIR/PREFIX/bin; "
+  end
+fi
+if begin build/bad-MPI-value; then
+  run make --no-print-directory -C 01_allreduce/c MPI=yes BUILD_DIR="$B/badmpi"
+  want_failure
+  want_err "MPI=yes: use MPI=1 for the MPI build or MPI=0 (default) for threads"
+  end
+fi
+
 # ------------------------------------------------------------ unit tests
 if begin unit/options; then run "$B/unit/test_options"; want_status 0; end; fi
 if begin unit/verify; then run "$B/unit/test_verify"; want_status 0; end; fi
