@@ -170,6 +170,18 @@ if begin build/install; then
   [ -x "$B/install/root/opt/symmem/bin/allgather_ce" ] || why+="not installed under DESTDIR/PREFIX/bin; "
   end
 fi
+# Headers too old: the programs refuse to compile, saying why.
+for case in "01_allreduce 22605 older than 2.27: symmetric windows need NCCL >= 2.27" \
+  "02_allgather 22703 older than 2.28: allgather_ce needs NCCL >= 2.28"; do
+  read -r ex code text <<<"$case"
+  if begin "build/$ex-with-nccl.h-$code"; then
+    run cc -std=c11 -fsyntax-only -Icommon/include -Itests/old-nccl -DOLD_NCCL_CODE=$code \
+      -idirafter "${CUDA_HOME:-/usr/local/cuda}/include" "$ex/c/main.c"
+    want_failure
+    want_err "#error \"nccl.h is $text\""
+    end
+  fi
+done
 if begin build/bad-MPI-value; then
   run make --no-print-directory -C 01_allreduce/c MPI=yes BUILD_DIR="$B/badmpi"
   want_failure

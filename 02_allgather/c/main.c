@@ -27,8 +27,8 @@
 #include "verify.h"
 
 #if NCCL_VERSION_CODE < NCCL_VERSION(2, 28, 0)
-#error                                                                         \
-    "nccl.h is older than 2.28: ncclConfig_t.CTAPolicy needs NCCL >= 2.28 (set NCCL_HOME to a newer NCCL)"
+/* ncclConfig_t.CTAPolicy exists from NCCL 2.28 on. */
+#error "nccl.h is older than 2.28: allgather_ce needs NCCL >= 2.28"
 #endif
 
 static int allgather_ce(const rank_ctx *ctx)

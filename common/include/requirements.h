@@ -9,10 +9,10 @@
 
 #include "bootstrap.h"
 
-/* Refuse to build against headers too old for symmetric windows. */
+/* Refuse to build against headers too old for symmetric windows (set
+ * NCCL_HOME to a newer NCCL). */
 #if !defined(NCCL_VERSION_CODE) || NCCL_VERSION_CODE < NCCL_VERSION(2, 27, 0)
-#error                                                                         \
-    "nccl.h is older than 2.27: symmetric memory windows need NCCL >= 2.27 (set NCCL_HOME to a newer NCCL)"
+#error "nccl.h is older than 2.27: symmetric windows need NCCL >= 2.27"
 #endif
 
 /* Collective. Compares the NCCL library loaded at run time (ncclGetVersion)
