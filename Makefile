@@ -21,7 +21,7 @@ test:
 clean:
 	for e in $(EXAMPLES); do $(MAKE) --no-print-directory -C $$e/c clean || exit; done
 	rm -f $(foreach e,$(EXAMPLES),$(PROGRAM_$(e)))
-	rm -rf tests/build
+	rm -rf tests/build tools/probe_nccl_rules
 
 install:
 	for e in $(EXAMPLES); do $(MAKE) --no-print-directory -C $$e/c install || exit; done
