@@ -50,6 +50,8 @@ def code_blocks(text):
 
 
 def run_sim(program, nranks):
+    if not os.path.exists(os.path.join(SIM, program)):
+        return [f"(not built: {SIM}/{program}; run make -C tests first)"]
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, SIM_DIR=tmp, SIM_DEVICES=str(nranks), NTHREADS=str(nranks))
         out = subprocess.run([os.path.join(SIM, program)], env=env, capture_output=True, text=True, timeout=60)
