@@ -19,7 +19,7 @@
 #include "requirements.h"
 #include "verify.h"
 
-#define ATTRIBUTION_OPS 3  /* operations watched by CUPTI, apart from timing */
+#define ATTRIBUTION_OPS 3 /* operations watched by CUPTI, apart from timing */
 #define GEMM_N          4096 /* --overlap: SGEMM of GEMM_N^3 */
 #define MAX_MODES       3
 
@@ -352,6 +352,20 @@ static void print_row(bench *b, size_t bytes, size_t count, double roof_us,
 /* ---------------------------------------------------------- overlap */
 
 #if HAVE_CUBLAS
+/* Queues `times` SGEMMs C = A * B of GEMM_N^3 on the handle's stream. */
+static void run_gemms(cublasHandle_t handle, const float *a, const float *b,
+                      float *c, int times)
+{
+  const int n = GEMM_N;
+  const float one = 1, zero = 0;
+  for (int i = 0; i < times; i++)
+    if (cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a, n, b, n,
+                    &zero, c, n) != CUBLAS_STATUS_SUCCESS) {
+      print_error("cublasSgemm failed\n");
+      job_abort(1);
+    }
+}
+
 /* --overlap: how much a compute kernel (SGEMM on a second stream) and the
  * collective slow each other down when they run at the same time. The
  * GEMM loop is sized to last about as long as the plain collective loop. */
@@ -376,20 +390,10 @@ static void measure_overlap(bench *b, size_t bytes, size_t count)
     print_error("cublasCreate/cublasSetStream failed\n");
     job_abort(1);
   }
-  const float one = 1, zero = 0;
-#define GEMM_LOOP(times)                                                       \
-  for (int g = 0; g < (times); g++)                                            \
-    if (cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)n, (int)n,  \
-                    &one, a, (int)n, bm, (int)n, &zero, c,                     \
-                    (int)n) != CUBLAS_STATUS_SUCCESS) {                        \
-      print_error("cublasSgemm failed\n");                                     \
-      job_abort(1);                                                            \
-    }
-
   /* One GEMM's time, after a warm-up one. */
-  GEMM_LOOP(1);
+  run_gemms(handle, a, bm, c, 1);
   CUDACHECK(cudaEventRecord(g0, gemm_stream));
-  GEMM_LOOP(3);
+  run_gemms(handle, a, bm, c, 3);
   CUDACHECK(cudaEventRecord(g1, gemm_stream));
   CUDACHECK(cudaEventSynchronize(g1));
   float ms = 0;
@@ -409,7 +413,7 @@ static void measure_overlap(bench *b, size_t bytes, size_t count)
   for (int i = 0; i < b->nmodes; i++) {
     const mode *m = &b->modes[i];
     CUDACHECK(cudaEventRecord(g0, gemm_stream));
-    GEMM_LOOP(gemms);
+    run_gemms(handle, a, bm, c, gemms);
     CUDACHECK(cudaEventRecord(g1, gemm_stream));
     CUDACHECK(cudaEventSynchronize(g1));
     float gemm_alone = 0, gemm_with = 0, coll_with = 0;
@@ -417,7 +421,7 @@ static void measure_overlap(bench *b, size_t bytes, size_t count)
 
     rank_max(ctx, 0); /* start together */
     CUDACHECK(cudaEventRecord(g0, gemm_stream));
-    GEMM_LOOP(gemms);
+    run_gemms(handle, a, bm, c, gemms);
     CUDACHECK(cudaEventRecord(g1, gemm_stream));
     CUDACHECK(cudaEventRecord(b->start, b->stream));
     for (int it = 0; it < b->opts->iters; it++)
@@ -441,7 +445,6 @@ static void measure_overlap(bench *b, size_t bytes, size_t count)
               ctx->opts->prog, ctx->nranks, m->name, bytes, count, coll_with_us,
               coll_slow, gemm_slow);
   }
-#undef GEMM_LOOP
   cublasDestroy(handle);
   CUDACHECK(cudaFree(a));
   CUDACHECK(cudaFree(bm));
