@@ -54,8 +54,14 @@ endif
 # RUNTIME_LIBS with the host simulation.
 RUNTIME_LIBS ?= $(NCCL_LDFLAGS) -lnccl $(BENCH_LIBS) $(CUDA_HOME)/lib64/libcudart_static.a -ldl -lrt
 
+# Per-thread default streams: ranks that are threads sharing one GPU share
+# its CUDA context, and a plain cudaMemcpy on the legacy default stream
+# would wait for the other ranks' queued collectives, which wait for this
+# rank: a deadlock. With this flag cudaMemcpy waits only for its own thread.
+PTDS_CPPFLAGS := -DCUDA_API_PER_THREAD_DEFAULT_STREAM=1
+
 # -idirafter: system headers (a system nccl.h) win over CUDA_HOME's.
-ALL_CPPFLAGS := -I$(TOOLCHAIN_DIR)/include $(NCCL_CPPFLAGS) \
+ALL_CPPFLAGS := -I$(TOOLCHAIN_DIR)/include $(NCCL_CPPFLAGS) $(PTDS_CPPFLAGS) \
                 -idirafter $(CUDA_HOME)/include $(MODE_CPPFLAGS) -D_GNU_SOURCE \
                 -DHAVE_CUPTI=$(HAVE_CUPTI) -DHAVE_CUBLAS=$(HAVE_CUBLAS)
 WARNINGS := -std=c11 -Wall -Wextra -Werror

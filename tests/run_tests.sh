@@ -74,15 +74,16 @@ skip() { # skip NAME REASON
   fi
 }
 
-# expected PROGRAM NRANKS COUNT HEADER: the whole stdout of a good run.
+# expected PROGRAM NRANKS COUNT HEADER [NGPUS]: the whole stdout of a good
+# run; with NGPUS < NRANKS rank r uses device r mod NGPUS.
 expected() {
-  local prog=$1 n=$2 count=$3 header=$4 r
+  local prog=$1 n=$2 count=$3 header=$4 g=${5:-$2} r
   local mb recv_mb sum last=$(($2 - 1))
   mb=$(awk -v c="$count" 'BEGIN { printf "%.2f", c * 4 / 1048576 }')
   echo "$header"
   if [ "$prog" = allreduce_sm ]; then
     echo "Starting AllReduce example with $n ranks"
-    for r in $(seq 0 $last); do echo "  Rank $r communicator initialized using device $r"; done
+    for r in $(seq 0 $last); do echo "  Rank $r communicator initialized using device $((r % g))"; done
     echo "Symmetric Memory allocation"
     for r in $(seq 0 $last); do echo "  Rank $r allocating $mb MB per buffer"; done
     for r in $(seq 0 $last); do echo "  Rank $r data initialized (value: $r)"; done
@@ -93,7 +94,7 @@ expected() {
   else
     recv_mb=$(awk -v c="$count" -v n="$n" 'BEGIN { printf "%.2f", c * n * 4 / 1048576 }')
     echo "Starting AllGather example with $n ranks (Copy Engine enabled)"
-    for r in $(seq 0 $last); do echo "  Rank $r communicator initialized using device $r (CTAPolicy=2)"; done
+    for r in $(seq 0 $last); do echo "  Rank $r communicator initialized using device $((r % g)) (CTAPolicy=2)"; done
     echo "Symmetric Memory allocation"
     for r in $(seq 0 $last); do echo "  Rank $r allocating $mb MB send buffer, $recv_mb MB recv buffer"; done
     for r in $(seq 0 $last); do echo "  Rank $r data initialized (value: $r)"; done
@@ -111,6 +112,15 @@ expected() {
   fi
   echo
   echo "All NCCL communicators finalized successfully!"
+}
+
+# shared_header NRANKS NGPUS SMS: the lines before the block when NRANKS
+# ranks share NGPUS GPUs of SMS multiprocessors each.
+shared_header() {
+  local n=$1 g=$2 sms=$3 per=$(((${1} + ${2} - 1) / ${2})) s=s
+  [ "$g" = 1 ] && s=
+  echo "$n ranks share $g GPU$s (NCCL_MULTI_RANK_GPU_ENABLE=1): results are real NCCL; bandwidths are one GPU's, not a link's"
+  echo "NCCL_MAX_CTAS=$((sms / per)): each rank's NCCL kernels use at most $((sms / per)) of the GPU's $sms SMs, so that all $per ranks' kernels fit at once"
 }
 
 # ------------------------------------------------------------------ build
@@ -478,10 +488,116 @@ for p in $PROGRAMS; do
   fi
 done
 
+# ------------------------------------------- several ranks on one GPU
+# NCCL >= 2.30 lets ranks share a GPU when NCCL_MULTI_RANK_GPU_ENABLE=1.
+shared_run() { # shared_run VARIANT PROGRAM NRANKS NGPUS VERSION [ARGS...]
+  local variant=$1 prog=$2 n=$3 g=$4 v=$5
+  shift 5
+  SIM_DEVICES=$g SIM_NCCL_VERSION=$v NCCL_MULTI_RANK_GPU_ENABLE=1 sim_run "$variant" "$prog" "$n" "$@"
+}
+for variant in sim-pthread sim-mpi; do
+  mode=${variant#sim-}
+  for p in $PROGRAMS; do
+    for n in 2 3 4 5 6 7 8; do
+      c="shared-gpu/$mode/$p-$n-ranks-1-gpu"
+      [ $mode = mpi ] && { mpi_cases "$c" || continue; }
+      begin "$c" || continue
+      { shared_header $n 1 132
+        if [ $mode = mpi ]; then echo "Number of processes: $n"; else echo "Creating $n threads for 1 devices"; fi
+      } >"$f.header"
+      expected $p $n $SMALL "$(cat "$f.header")" 1 >"$f.expected"
+      shared_run $variant $p $n 1 23007 -n $SMALL
+      want_status 0; want_out_file "$f.expected"; no_violation; end
+    done
+    c="shared-gpu/$mode/$p-3-ranks-2-gpus"
+    if { [ $mode = pthread ] || mpi_cases "$c"; } && begin "$c"; then
+      { shared_header 3 2 132
+        if [ $mode = mpi ]; then echo "Number of processes: 3"; else echo "Creating 3 threads for 2 devices"; fi
+      } >"$f.header"
+      expected $p 3 $SMALL "$(cat "$f.header")" 2 >"$f.expected"
+      shared_run $variant $p 3 2 23007 -n $SMALL
+      want_status 0; want_out_file "$f.expected"; no_violation; end
+    fi
+    c="shared-gpu/$mode/$p-nccl-2.29-refuses"
+    if { [ $mode = pthread ] || mpi_cases "$c"; } && begin "$c"; then
+      shared_run $variant $p 2 1 22907 -n $SMALL
+      want_failure; [ $mode = pthread ] && want_status 2
+      want_err "NCCL_MULTI_RANK_GPU_ENABLE=1: ranks may share a GPU only with NCCL >= 2.30, and the loaded NCCL is 2.29.7"
+      no_out "Starting"; end
+    fi
+    c="shared-gpu/$mode/$p-without-the-switch"
+    if { [ $mode = pthread ] || mpi_cases "$c"; } && begin "$c"; then
+      SIM_DEVICES=1 SIM_NCCL_VERSION=23007 NCCL_MULTI_RANK_GPU_ENABLE=0 sim_run $variant $p 2 -n $SMALL
+      want_failure; [ $mode = pthread ] && want_status 2
+      want_err "with NCCL >= 2.30, NCCL_MULTI_RANK_GPU_ENABLE=1 lets ranks share a GPU"
+      no_out "Starting"; end
+    fi
+    c="shared-gpu/$mode/$p-switch-not-a-number"
+    if { [ $mode = pthread ] || mpi_cases "$c"; } && begin "$c"; then
+      SIM_DEVICES=1 SIM_NCCL_VERSION=23007 NCCL_MULTI_RANK_GPU_ENABLE=yes sim_run $variant $p 2 -n $SMALL
+      want_failure; [ $mode = pthread ] && want_status 2
+      want_err "invalid NCCL_MULTI_RANK_GPU_ENABLE='yes': NCCL ignores a value that is not a number"
+      end
+    fi
+    c="shared-gpu/$mode/$p-own-NCCL_MAX_CTAS"
+    if { [ $mode = pthread ] || mpi_cases "$c"; } && begin "$c"; then
+      NCCL_MAX_CTAS=8 shared_run $variant $p 4 1 23007 -n $SMALL
+      want_status 0
+      want_out "NCCL_MAX_CTAS=8 (yours): with 4 ranks per GPU it must leave every rank's kernels room"
+      want_out "Results verified correctly"; end
+    fi
+    c="shared-gpu/$mode/$p-ncclCommWindowRegister-fails-on-rank-1"
+    if { [ $mode = pthread ] || mpi_cases "$c"; } && begin "$c"; then
+      SIM_FAIL=ncclCommWindowRegister:1 shared_run $variant $p 4 1 23007 -n $SMALL
+      want_failure; [ $mode = pthread ] && want_status 1
+      want_err "$p: rank 1: main.c:"; want_err "injected failure of ncclCommWindowRegister on rank 1"; end
+    fi
+    c="shared-gpu/$mode/$p-wrong-result-rank-3"
+    if { [ $mode = pthread ] || mpi_cases "$c"; } && begin "$c"; then
+      SIM_WRONG_RESULT=3 shared_run $variant $p 4 1 23007 -n $SMALL
+      want_status 1; want_out "  Rank 3: 1 of"; want_out "Results verification failed"; no_violation; end
+    fi
+    for n in 2 4; do
+      c="shared-gpu/$mode/$p-bench-$n-ranks"
+      [ $mode = mpi ] && { mpi_cases "$c" || continue; }
+      begin "$c" || continue
+      shared_run $variant $p $n 1 23007 --bench -b 1K -e 64K -w 1 -i 2 --overlap
+      want_status 0
+      want_out "roof: copy of that size within GPU 0, which the ranks share"
+      if [ $mode = mpi ]; then
+        want_out "# WARNING: $n processes share 1 GPU(s): without MPS the GPU time-slices between processes"
+      else
+        want_out "# $n ranks share 1 GPU(s): times are one GPU doing every rank's part"
+      fi
+      want_out "Benchmark results verified correctly"; no_violation; end
+    done
+  done
+done
+for n in 2 8; do
+  if begin "shared-gpu/asan-pthread/allgather_ce-$n"; then
+    shared_run asan-pthread allgather_ce $n 1 23007 -n $SMALL
+    want_status 0; want_out "Results verified correctly"; no_violation
+    ! grep -q "Sanitizer\|runtime error:" "$f.err" || why+="a sanitizer reported; "
+    end
+  fi
+  if begin "shared-gpu/tsan-pthread/allreduce_sm-$n"; then
+    shared_run tsan-pthread allreduce_sm $n 1 23007 -n $SMALL
+    want_status 0; want_out "Results verified correctly"
+    ! grep -q "ThreadSanitizer" "$f.err" || why+="ThreadSanitizer reported; "
+    end
+  fi
+done
+for n in 1 3 8; do
+  if begin "shared-gpu/unit/bootstrap-$n-ranks-on-2-gpus"; then
+    run "$B/unit/test_bootstrap" $n 2; want_status 0; end
+  fi
+done
+
 # ------------------------------------------ lifecycle rules are enforced
 for rule in window-on-ncclMemAlloc window-alignment symmetric-registration \
   collective-calls buffers-inside-allocations deregister-before-free \
-  deregister-before-destroy free-with-ncclMemFree one-rank-per-device no-leaks; do
+  deregister-before-destroy free-with-ncclMemFree one-rank-per-device no-leaks \
+  shared-gpu-legacy-stream; do
   if begin "rule/$rule"; then
     SIM_DIR=$TMPDIR SIM_TIMEOUT_MS=1000 run "$B/sim-pthread/rules" "$rule"
     want_status 3
@@ -507,8 +623,36 @@ if [ "$NGPUS" -gt 0 ]; then
       fi
     done
   done
+  # Several ranks on one GPU: real NCCL >= 2.30 only.
+  read -r NCCL_CODE GPU_SMS < <("$B/unit/gpu_facts" | sed 's/nccl=\([0-9]*\) sms=\([0-9]*\)/\1 \2/')
+  if [ "${NCCL_CODE:-0}" -lt 23000 ]; then
+    skip "shared-gpu/gpu/*" "the loaded NCCL (code ${NCCL_CODE:-unknown}) is older than 2.30, which lets ranks share a GPU (build with NCCL_HOME=<NCCL 2.30+>)"
+  else
+    for p in $PROGRAMS; do
+      for n in $(seq $((NGPUS + 1)) $((NGPUS * 8 < 8 ? NGPUS * 8 : 8))); do
+        if begin "shared-gpu/gpu/pthread/$p-$n"; then
+          expected $p $n 1048576 "$(shared_header $n $NGPUS $GPU_SMS; echo "Creating $n threads for $NGPUS devices")" $NGPUS >"$f.expected"
+          NCCL_MULTI_RANK_GPU_ENABLE=1 NTHREADS=$n run "$B/real-pthread/$p"
+          want_status 0; want_out_file "$f.expected"; end
+        fi
+        mpi_cases "shared-gpu/gpu/mpi/$p-$n" || continue
+        if begin "shared-gpu/gpu/mpi/$p-$n"; then
+          expected $p $n 1048576 "$(shared_header $n $NGPUS $GPU_SMS; echo "Number of processes: $n")" $NGPUS >"$f.expected"
+          NCCL_MULTI_RANK_GPU_ENABLE=1 run "${MPIRUN[@]}" -np $n "$B/real-mpi/$p"
+          want_status 0; want_out_file "$f.expected"; end
+        fi
+      done
+      for n in 2 4; do
+        if begin "shared-gpu/gpu/pthread/$p-bench-$n"; then
+          NCCL_MULTI_RANK_GPU_ENABLE=1 NTHREADS=$((n * NGPUS)) run "$B/real-pthread/$p" --bench -b 1K -e 64M -f 16 -w 2 -i 5 --overlap
+          want_status 0; want_out "Benchmark results verified correctly"; no_out " none "; end
+        fi
+      done
+    done
+  fi
 else
   skip "gpu/*" "no GPU visible (nvidia-smi lists none): the real programs ran only up to the GPU check"
+  skip "shared-gpu/gpu/*" "no GPU visible (nvidia-smi lists none)"
 fi
 
 # ------------------------------------------------- the Python variants

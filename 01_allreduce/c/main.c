@@ -78,6 +78,8 @@ static int allreduce_sm(const rank_ctx *ctx)
 
   /* STEP 4: Initialize data: every element is the rank's number ---------- */
   fill_floats(h_data, count, (float)my_rank);
+  /* Built with per-thread default streams (common/toolchain.mk), so this
+   * copy cannot wait for other ranks sharing the GPU. */
   CUDACHECK(cudaMemcpy(d_sendbuff, h_data, size_bytes, cudaMemcpyHostToDevice));
   print_ordered(ctx, "  Rank %d data initialized (value: %d)\n", my_rank,
                 my_rank);

@@ -35,6 +35,10 @@ typedef struct rank_ctx {
   int rank;                    /* NCCL rank: 0 .. nranks-1 */
   int nranks;                  /* ranks in the job */
   int device;                  /* CUDA device this rank drives */
+  int ngpus;                   /* GPUs visible to this rank */
+  int gpu_shared;              /* 1 on every rank if any GPU of the job runs
+                                  several ranks (NCCL_MULTI_RANK_GPU_ENABLE) */
+  int ranks_are_threads;       /* 1: threads of one process; 0: processes */
   const example_options *opts; /* parsed command line, same on every rank */
   run_state *run;
 } rank_ctx;
@@ -43,17 +47,21 @@ typedef struct rank_ctx {
  * run_example's status is the worst status of any rank. */
 typedef int (*example_fn)(const rank_ctx *ctx);
 
-/* Parses the command line, checks that every rank has a GPU of its own, runs
- * fn on every rank and returns the exit status that every process agrees on.
+/* Parses the command line, checks that every rank has a GPU of its own (or
+ * may share one: NCCL_MULTI_RANK_GPU_ENABLE=1 with NCCL >= 2.30), runs fn on
+ * every rank and returns the exit status that every process agrees on.
  * Usage errors return EXIT_USAGE before any GPU is touched; -h prints the
  * usage and returns 0. */
 int run_example(int argc, char *argv[], example_fn fn);
 
-/* Runs fn on nranks ranks without looking for GPUs (ranks get device = rank
- * in pthread mode, the node-local rank in MPI mode, where nranks must equal
- * the MPI world size and MPI must already be initialized). run_example uses
- * it; tests call it directly. Returns the worst status of any rank. */
-int run_ranks(int nranks, const example_options *opts, example_fn fn);
+/* Runs fn on nranks ranks without looking for GPUs. A rank's device is its
+ * node-local rank (the rank itself in pthread mode) modulo ngpus, so with
+ * more ranks than ngpus several ranks share a device. In MPI mode nranks
+ * must equal the MPI world size and MPI must already be initialized.
+ * run_example uses it; tests call it directly. Returns the worst status of
+ * any rank. */
+int run_ranks(int nranks, int ngpus, const example_options *opts,
+              example_fn fn);
 
 /* Collective: every rank passes its own id; afterwards every rank holds the
  * root's. */

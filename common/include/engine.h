@@ -20,8 +20,10 @@ void engine_probe_stop(void);
 /* The current time on CUPTI's clock, in ns (0 without CUPTI). */
 uint64_t engine_probe_now(void);
 
-/* Counts the kernels and copies that started on `device` within [t0, t1].
- * Flushes CUPTI's buffers first, so everything that finished is counted. */
+/* Counts the kernels and copies that started on `device` within [t0, t1]
+ * and were launched by the calling thread (so each rank counts its own work
+ * when ranks share a GPU). Flushes CUPTI's buffers first, so everything that
+ * finished is counted. */
 void engine_probe_count(int device, uint64_t t0, uint64_t t1, long *kernels,
                         long *copies);
 

@@ -32,4 +32,36 @@ int report_symmetric_windows(const rank_ctx *ctx, ncclWindow_t send_win,
 /* Writes "2.28.9" for an NCCL version code into buf. */
 void format_nccl_version(int code, char *buf, size_t size);
 
+/* Several ranks may use one GPU only when the user asks with NCCL's own
+ * switch, NCCL_MULTI_RANK_GPU_ENABLE=1, and the loaded NCCL is >= 2.30 (the
+ * first release that allows it). */
+#define NCCL_SHARED_GPU_MIN NCCL_VERSION(2, 30, 0)
+
+/* How a node's ranks may map onto its GPUs. */
+enum gpu_sharing {
+  GPU_ONE_RANK_EACH, /* ranks <= GPUs: rank i drives GPU i */
+  GPU_SHARED,        /* more ranks than GPUs, and sharing is allowed */
+  GPU_TOO_FEW,       /* more ranks than GPUs, no sharing asked for */
+  GPU_SHARING_BAD,   /* asked for, but the value or the NCCL is wrong */
+};
+
+/* Not collective. Decides whether `ranks` ranks on one node may use `ngpus`
+ * GPUs, from NCCL_MULTI_RANK_GPU_ENABLE and ncclGetVersion (the loaded
+ * library, not the header). For GPU_SHARING_BAD it prints why (the value,
+ * or the loaded version and 2.30) and what to do; for GPU_TOO_FEW the
+ * caller prints its own message, adding shared_gpu_hint(). */
+enum gpu_sharing decide_gpu_sharing(int ranks, int ngpus);
+
+/* Not collective; call before any communicator exists. Ranks sharing a GPU
+ * need all their NCCL kernels resident at once (each waits for the others),
+ * but NCCL sizes a rank's kernels for a whole GPU (up to 64 CTAs on an H200,
+ * one per SM): 4 ranks then ask for more SMs than there are, and hang. So
+ * unless the user set NCCL_MAX_CTAS, this sets it to the GPU's SM count
+ * divided by the ranks per GPU. If `say`, prints one line saying which
+ * limit holds. */
+void fit_shared_gpu_kernels(int ranks, int ngpus, int device, int say);
+
+/* The hint every "more ranks than GPUs" message ends with. */
+const char *shared_gpu_hint(void);
+
 #endif

@@ -52,10 +52,12 @@ typedef struct bench {
   cudaEvent_t start, stop;
   mode modes[MAX_MODES];
   int nmodes;
-  int engine_known; /* CUPTI records are available */
-  size_t max_count; /* floats per rank at the largest size */
-  float *host;      /* room for one whole result */
-  FILE *csv;        /* rank 0 only */
+  int engine_known;          /* CUPTI records are available */
+  size_t max_count;          /* floats per rank at the largest size */
+  float *host;               /* room for one whole result */
+  FILE *csv;                 /* rank 0 only */
+  int roof_peer;             /* device the roofline copies to (rank 0 only) */
+  void *roof_src, *roof_dst; /* its buffers, at the largest size */
 } bench;
 
 static double wall_ms(void)
@@ -167,40 +169,52 @@ static void free_mode(mode *m)
 
 /* ------------------------------------------------------- measuring */
 
-/* Time of one copy of `bytes`, in us, on rank 0: device to device with one
- * rank, else to the next GPU (the link a collective between GPUs uses).
- * 0 where there is no other GPU to copy to. */
+/* The roofline: a copy of the largest message, device to device with one
+ * rank or when the ranks share one GPU, else to the next GPU (the link a
+ * collective between GPUs uses). Rank 0 allocates its buffers once, before
+ * any communicator exists: with ranks sharing a GPU, cudaMalloc and cudaFree
+ * may wait for the whole device, and so for other ranks' collectives. */
+static void roofline_alloc(bench *b, size_t max_bytes)
+{
+  const rank_ctx *ctx = b->ctx;
+  if (ctx->rank != 0)
+    return;
+  b->roof_peer = ctx->device;
+  if (ctx->nranks > 1 && ctx->ngpus > 1)
+    b->roof_peer = (ctx->device + 1) % ctx->ngpus;
+  CUDACHECK(cudaMalloc(&b->roof_src, max_bytes));
+  CUDACHECK(cudaSetDevice(b->roof_peer));
+  CUDACHECK(cudaMalloc(&b->roof_dst, max_bytes));
+  CUDACHECK(cudaSetDevice(ctx->device));
+}
+
+/* Frees them, once every rank's communicators are gone. */
+static void roofline_free(bench *b)
+{
+  if (b->ctx->rank != 0)
+    return;
+  CUDACHECK(cudaFree(b->roof_src));
+  CUDACHECK(cudaFree(b->roof_dst));
+}
+
+/* Time of one roofline copy of `bytes`, in us, on rank 0 (0 elsewhere). */
 static double roofline_us(const bench *b, size_t bytes)
 {
   const rank_ctx *ctx = b->ctx;
   if (ctx->rank != 0)
     return 0;
-  int ngpus = 0, peer = ctx->device;
-  CUDACHECK(cudaGetDeviceCount(&ngpus));
-  if (ctx->nranks > 1) {
-    if (ngpus < 2)
-      return 0;
-    peer = (ctx->device + 1) % ngpus;
-  }
-  void *src, *dst;
-  CUDACHECK(cudaMalloc(&src, bytes));
-  CUDACHECK(cudaSetDevice(peer));
-  CUDACHECK(cudaMalloc(&dst, bytes));
-  CUDACHECK(cudaSetDevice(ctx->device));
   /* As many copies as collectives are timed, after as many warm-ups. */
   const int warmup = b->opts->warmup, iters = b->opts->iters;
   for (int i = 0; i < warmup + iters; i++) {
     if (i == warmup)
       CUDACHECK(cudaEventRecord(b->start, b->stream));
-    CUDACHECK(
-        cudaMemcpyPeerAsync(dst, peer, src, ctx->device, bytes, b->stream));
+    CUDACHECK(cudaMemcpyPeerAsync(b->roof_dst, b->roof_peer, b->roof_src,
+                                  ctx->device, bytes, b->stream));
   }
   CUDACHECK(cudaEventRecord(b->stop, b->stream));
   CUDACHECK(cudaEventSynchronize(b->stop));
   float ms = 0;
   CUDACHECK(cudaEventElapsedTime(&ms, b->start, b->stop));
-  CUDACHECK(cudaFree(src));
-  CUDACHECK(cudaFree(dst));
   return ms * 1e3 / iters;
 }
 
@@ -251,6 +265,7 @@ static result measure(bench *b, const mode *m, size_t count)
     CUDACHECK(cudaStreamSynchronize(b->stream));
     uint64_t t1 = engine_probe_now();
     long kernels, copies;
+    /* This rank's own work only: ranks sharing a GPU run on one device. */
     engine_probe_count(ctx->device, t0, t1, &kernels, &copies);
     engine_probe_stop();
     res.kernels = rank_max(ctx, (int)kernels);
@@ -266,6 +281,8 @@ static void engine_text(const result *r, char *buf, size_t size)
 {
   if (r->kernels < 0)
     snprintf(buf, size, "n/a");
+  else if (r->kernels == 0 && r->copies == 0)
+    snprintf(buf, size, "none"); /* nothing recorded: say so, claim nothing */
   else if (r->kernels == 0)
     snprintf(buf, size, "CE");
   else
@@ -288,11 +305,24 @@ static void print_header(const bench *b)
                    " windows"
                  : "ce = CTAPolicy ZERO + symmetric windows; sym = default"
                    " policy + windows; plain = default policy, no windows");
+  const char *roof =
+      ctx->nranks == 1 ? "device-to-device copy of that size"
+      : b->roof_peer == ctx->device
+          ? "copy of that size within GPU 0, which the ranks share"
+          : "peer copy of that size from GPU 0 to GPU 1";
   print_root(ctx, "# size: %s; roof: %s, measured in this run\n",
              b->coll == BENCH_ALLREDUCE ? "bytes per rank"
                                         : "bytes gathered per rank",
-             ctx->nranks == 1 ? "device-to-device cudaMemcpyAsync of that size"
-                              : "peer copy of that size from GPU 0 to GPU 1");
+             roof);
+  if (ctx->gpu_shared)
+    print_root(ctx,
+               ctx->ranks_are_threads
+                   ? "# %d ranks share %d GPU(s): times are one GPU doing every"
+                     " rank's part, not a link's\n"
+                   : "# WARNING: %d processes share %d GPU(s): without MPS the"
+                     " GPU time-slices between processes, so these times"
+                     " measure that, not NCCL (the pthread build measures)\n",
+               ctx->nranks, ctx->ngpus);
   print_root(ctx,
              "# %%roof: %s / roof; engine (CUPTI): CE = copies only,"
              " SM(k) = k kernels per operation\n",
@@ -375,7 +405,7 @@ static void measure_overlap(bench *b, size_t bytes, size_t count)
   const size_t n = GEMM_N;
   cudaStream_t gemm_stream;
   cudaEvent_t g0, g1;
-  CUDACHECK(cudaStreamCreate(&gemm_stream));
+  CUDACHECK(cudaStreamCreateWithFlags(&gemm_stream, cudaStreamNonBlocking));
   CUDACHECK(cudaEventCreate(&g0));
   CUDACHECK(cudaEventCreate(&g1));
   float *a, *bm, *c;
@@ -445,6 +475,7 @@ static void measure_overlap(bench *b, size_t bytes, size_t count)
               ctx->opts->prog, ctx->nranks, m->name, bytes, count, coll_with_us,
               coll_slow, gemm_slow);
   }
+  rank_max(ctx, 0); /* cudaFree may wait for the whole (shared) GPU */
   cublasDestroy(handle);
   CUDACHECK(cudaFree(a));
   CUDACHECK(cudaFree(bm));
@@ -492,10 +523,13 @@ int run_bench(const rank_ctx *ctx, enum bench_collective coll)
                    "speedup_vs_plain,coll_slowdown_pct,gemm_slowdown_pct\n");
 
   CUDACHECK(cudaSetDevice(ctx->device));
-  CUDACHECK(cudaStreamCreate(&b.stream));
+  /* Non-blocking streams: work on them never waits for the legacy default
+   * stream, which another rank sharing this GPU might be using. */
+  CUDACHECK(cudaStreamCreateWithFlags(&b.stream, cudaStreamNonBlocking));
   CUDACHECK(cudaEventCreate(&b.start));
   CUDACHECK(cudaEventCreate(&b.stop));
   b.host = host_calloc(result_count(&b, b.max_count), sizeof(float));
+  roofline_alloc(&b, result_count(&b, b.max_count) * sizeof(float));
 
   double init_ms, ce_init_ms = 0;
   ncclComm_t comm = init_comm(&b, NCCL_CTA_POLICY_DEFAULT, &init_ms);
@@ -564,6 +598,8 @@ int run_bench(const rank_ctx *ctx, enum bench_collective coll)
     NCCLCHECK(ncclCommFinalize(ce_comm));
     NCCLCHECK(ncclCommDestroy(ce_comm));
   }
+  rank_max(ctx, 0); /* every rank's collectives are done: free safely */
+  roofline_free(&b);
   CUDACHECK(cudaEventDestroy(b.start));
   CUDACHECK(cudaEventDestroy(b.stop));
   CUDACHECK(cudaStreamDestroy(b.stream));

@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include "checks.h"
+#include "requirements.h"
 
 #ifndef USE_MPI
 #include <pthread.h>
@@ -39,6 +40,15 @@ static void report_no_gpu(cudaError_t err)
 {
   print_error("no usable GPU: cudaGetDeviceCount failed: %s (%s)\n",
               cudaGetErrorString(err), cudaGetErrorName(err));
+}
+
+/* The framework line printed before the example's output when ranks share
+ * GPUs, so that nobody mistakes one GPU's numbers for a link's. */
+static void say_gpus_shared(int ranks, int ngpus)
+{
+  printf("%d ranks share %d GPU%s (NCCL_MULTI_RANK_GPU_ENABLE=1): results are"
+         " real NCCL; bandwidths are one GPU's, not a link's\n",
+         ranks, ngpus, ngpus == 1 ? "" : "s");
 }
 
 #ifndef USE_MPI
@@ -124,7 +134,7 @@ static void *rank_main(void *arg)
   return NULL;
 }
 
-int run_ranks(int nranks, const example_options *opts, example_fn fn)
+int run_ranks(int nranks, int ngpus, const example_options *opts, example_fn fn)
 {
   run_state run = {.nranks = nranks};
   run.slots = host_calloc((size_t)nranks, RANK_GATHER_MAX);
@@ -137,8 +147,14 @@ int run_ranks(int nranks, const example_options *opts, example_fn fn)
   }
 
   for (int r = 0; r < nranks; r++) {
-    threads[r].ctx = (rank_ctx){
-        .rank = r, .nranks = nranks, .device = r, .opts = opts, .run = &run};
+    threads[r].ctx = (rank_ctx){.rank = r,
+                                .nranks = nranks,
+                                .device = r % ngpus,
+                                .ngpus = ngpus,
+                                .gpu_shared = nranks > ngpus,
+                                .ranks_are_threads = 1,
+                                .opts = opts,
+                                .run = &run};
     threads[r].fn = fn;
     err = pthread_create(&threads[r].thread, NULL, rank_main, &threads[r]);
     if (err != 0) {
@@ -191,11 +207,15 @@ int run_example(int argc, char *argv[], example_fn fn)
     report_no_gpu(gpu_err);
     return EXIT_FAILURE;
   }
-  if (nranks > ngpus) {
+  switch (decide_gpu_sharing(nranks, ngpus)) {
+  case GPU_ONE_RANK_EACH:
+  case GPU_SHARED: break;
+  case GPU_TOO_FEW:
     print_error("NTHREADS=%d asks for more ranks than GPUs: %d visible;"
-                " one rank per GPU, so use NTHREADS=1..%d\n",
-                nranks, ngpus, ngpus);
+                " one rank per GPU, so use NTHREADS=1..%d%s\n",
+                nranks, ngpus, ngpus, shared_gpu_hint());
     return EXIT_USAGE;
+  case GPU_SHARING_BAD: return EXIT_USAGE;
   }
   if (!count_fits(opts.count, nranks)) {
     print_error("count %zu is too large for %d ranks: %zu x %d x 4 bytes"
@@ -204,9 +224,13 @@ int run_example(int argc, char *argv[], example_fn fn)
     return EXIT_USAGE;
   }
 
+  if (nranks > ngpus) {
+    say_gpus_shared(nranks, ngpus);
+    fit_shared_gpu_kernels(nranks, ngpus, 0, 1);
+  }
   printf("Creating %d threads for %d devices\n", nranks, ngpus);
   fflush(stdout);
-  int status = run_ranks(nranks, &opts, fn);
+  int status = run_ranks(nranks, ngpus, &opts, fn);
   if (status == EXIT_SUCCESS)
     printf("\nAll NCCL communicators finalized successfully!\n");
   return status;
@@ -268,7 +292,7 @@ static void node_local_rank(int *local_rank, int *local_size)
   MPICHECK(MPI_Comm_free(&node));
 }
 
-int run_ranks(int nranks, const example_options *opts, example_fn fn)
+int run_ranks(int nranks, int ngpus, const example_options *opts, example_fn fn)
 {
   int world_rank, world_size, local_rank, local_size;
   MPICHECK(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank));
@@ -279,11 +303,17 @@ int run_ranks(int nranks, const example_options *opts, example_fn fn)
     job_abort(1);
   }
   node_local_rank(&local_rank, &local_size);
+  int shared_here = local_size > ngpus, shared_anywhere = 0;
+  MPICHECK(MPI_Allreduce(&shared_here, &shared_anywhere, 1, MPI_INT, MPI_MAX,
+                         MPI_COMM_WORLD));
 
   run_state run = {0};
   rank_ctx ctx = {.rank = world_rank,
                   .nranks = world_size,
-                  .device = local_rank,
+                  .device = local_rank % ngpus,
+                  .ngpus = ngpus,
+                  .gpu_shared = shared_anywhere,
+                  .ranks_are_threads = 0,
                   .opts = opts,
                   .run = &run};
   this_rank = world_rank;
@@ -291,21 +321,38 @@ int run_ranks(int nranks, const example_options *opts, example_fn fn)
   return rank_max(&ctx, status); /* every process exits with the same status */
 }
 
-/* Every rank checks that it has a GPU of its own; if any rank has none,
- * every rank says why it stops. Returns 0 or the exit status to stop with. */
-static int check_gpus(void)
+/* Every rank checks that it has a GPU of its own, or may share one; if any
+ * rank may not, every rank says why it stops. Sets *ngpus to the GPUs this
+ * rank sees and, on rank 0, prints the shared-GPU line when its node shares.
+ * Returns 0 or the exit status to stop with. */
+static int check_gpus(int *ngpus_out)
 {
   int local_rank, local_size, ngpus = 0;
   node_local_rank(&local_rank, &local_size);
   cudaError_t err = count_gpus(&ngpus);
-  int problem = err != cudaSuccess   ? EXIT_FAILURE
-                : local_size > ngpus ? EXIT_USAGE
-                                     : EXIT_SUCCESS;
+  *ngpus_out = ngpus;
+  enum gpu_sharing sharing = GPU_ONE_RANK_EACH;
+  if (err == cudaSuccess)
+    sharing = decide_gpu_sharing(local_size, ngpus);
+  int problem = err != cudaSuccess           ? EXIT_FAILURE
+                : sharing == GPU_TOO_FEW     ? EXIT_USAGE
+                : sharing == GPU_SHARING_BAD ? EXIT_USAGE
+                                             : EXIT_SUCCESS;
   int worst = problem;
   MPICHECK(
       MPI_Allreduce(&problem, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
-  if (worst == EXIT_SUCCESS)
+  if (worst == EXIT_SUCCESS) {
+    if (sharing != GPU_SHARED)
+      return EXIT_SUCCESS;
+    /* Every process sets its own NCCL_MAX_CTAS; rank 0 says so. */
+    int world_rank;
+    MPICHECK(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank));
+    if (world_rank == 0)
+      say_gpus_shared(local_size, ngpus);
+    fit_shared_gpu_kernels(local_size, ngpus, local_rank % ngpus,
+                           world_rank == 0);
     return EXIT_SUCCESS;
+  }
 
   char host[MPI_MAX_PROCESSOR_NAME] = "?";
   int len = 0;
@@ -314,12 +361,12 @@ static int check_gpus(void)
     report_no_gpu(err);
     return worst;
   }
-  if (problem == EXIT_USAGE)
+  if (sharing == GPU_TOO_FEW)
     print_error("node-local rank %d of %d on %s: only %d GPU(s) visible"
                 " there; one rank per GPU, so start at most %d rank(s)"
-                " per node\n",
-                local_rank, local_size, host, ngpus, ngpus);
-  else
+                " per node%s\n",
+                local_rank, local_size, host, ngpus, ngpus, shared_gpu_hint());
+  else if (problem == EXIT_SUCCESS)
     print_error("stopping: another rank has no GPU of its own (see its"
                 " message)\n");
   return worst;
@@ -352,7 +399,8 @@ int run_example(int argc, char *argv[], example_fn fn)
     status = EXIT_USAGE;
     goto done;
   }
-  status = check_gpus();
+  int ngpus = 0;
+  status = check_gpus(&ngpus);
   if (status != EXIT_SUCCESS)
     goto done;
 
@@ -360,7 +408,7 @@ int run_example(int argc, char *argv[], example_fn fn)
     printf("Number of processes: %d\n", world_size);
     fflush(stdout);
   }
-  status = run_ranks(world_size, &opts, fn);
+  status = run_ranks(world_size, ngpus, &opts, fn);
   if (world_rank == 0 && status == EXIT_SUCCESS)
     printf("\nAll NCCL communicators finalized successfully!\n");
 

@@ -5,20 +5,33 @@
 
 #if HAVE_CUPTI
 #include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cupti.h>
 
 /* CUPTI hands buffers of records to callbacks that take no user pointer, so
- * what they collect lives here, behind a lock (ranks may be threads). */
+ * what they collect lives here, behind a lock (ranks may be threads).
+ * Kernels and copies are tied to the thread that launched them through the
+ * API records' correlation ids: ranks that are threads sharing one GPU each
+ * count only their own work. */
 typedef struct record {
   uint32_t device;
   uint64_t start;
+  uint32_t correlation;
   int is_kernel;
 } record;
+
+typedef struct launch {
+  uint32_t correlation;
+  uint32_t thread; /* kernel thread id (CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM) */
+} launch;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static record *records;
 static size_t nrecords, capacity;
+static launch *launches;
+static size_t nlaunches, launch_capacity;
 static int users;  /* nesting count of engine_probe_start */
 static int broken; /* CUPTI failed once: stop trying */
 
@@ -32,17 +45,32 @@ static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size,
   *max_records = 0; /* as many as fit */
 }
 
-static void keep(uint32_t device, uint64_t start, int is_kernel)
+/* Makes room for one more element in a growing array; 0 if out of memory
+ * (a lost record can only make a count low). */
+static int grow(void **array, size_t *capacity, size_t used, size_t size)
 {
-  if (nrecords == capacity) {
-    size_t more = capacity ? 2 * capacity : 4096;
-    record *grown = realloc(records, more * sizeof *grown);
-    if (grown == NULL)
-      return; /* a lost record can only make a count low */
-    records = grown;
-    capacity = more;
-  }
-  records[nrecords++] = (record){device, start, is_kernel};
+  if (used < *capacity)
+    return 1;
+  size_t more = *capacity ? 2 * *capacity : 4096;
+  void *grown = realloc(*array, more * size);
+  if (grown == NULL)
+    return 0;
+  *array = grown;
+  *capacity = more;
+  return 1;
+}
+
+static void keep(uint32_t device, uint64_t start, uint32_t correlation,
+                 int is_kernel)
+{
+  if (grow((void **)&records, &capacity, nrecords, sizeof *records))
+    records[nrecords++] = (record){device, start, correlation, is_kernel};
+}
+
+static void keep_launch(uint32_t correlation, uint32_t thread)
+{
+  if (grow((void **)&launches, &launch_capacity, nlaunches, sizeof *launches))
+    launches[nlaunches++] = (launch){correlation, thread};
 }
 
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
@@ -57,13 +85,17 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
   while (cuptiActivityGetNextRecord(buffer, valid, &r) == CUPTI_SUCCESS) {
     if (r->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
       const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)r;
-      keep(k->deviceId, k->start, 1);
+      keep(k->deviceId, k->start, k->correlationId, 1);
     } else if (r->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
       const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)r;
-      keep(m->deviceId, m->start, 0);
+      keep(m->deviceId, m->start, m->correlationId, 0);
     } else if (r->kind == CUPTI_ACTIVITY_KIND_MEMCPY2) {
       const CUpti_ActivityMemcpyPtoP4 *m = (const CUpti_ActivityMemcpyPtoP4 *)r;
-      keep(m->deviceId, m->start, 0);
+      keep(m->deviceId, m->start, m->correlationId, 0);
+    } else if (r->kind == CUPTI_ACTIVITY_KIND_DRIVER ||
+               r->kind == CUPTI_ACTIVITY_KIND_RUNTIME) {
+      const CUpti_ActivityAPI *a = (const CUpti_ActivityAPI *)r;
+      keep_launch(a->correlationId, a->threadId);
     }
   }
   pthread_mutex_unlock(&lock);
@@ -72,7 +104,8 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
 
 static const CUpti_ActivityKind kinds[] = {
     CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-    CUPTI_ACTIVITY_KIND_MEMCPY2};
+    CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_DRIVER,
+    CUPTI_ACTIVITY_KIND_RUNTIME};
 #define NKINDS (sizeof kinds / sizeof *kinds)
 
 static int failed(CUptiResult res, const char *call)
@@ -94,9 +127,11 @@ int engine_probe_start(void)
   if (ok && users == 0) {
     static int callbacks_registered;
     if (!callbacks_registered)
-      ok = !failed(
-          cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed),
-          "cuptiActivityRegisterCallbacks");
+      ok = !failed(cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM),
+                   "cuptiSetThreadIdType") &&
+           !failed(cuptiActivityRegisterCallbacks(buffer_requested,
+                                                  buffer_completed),
+                   "cuptiActivityRegisterCallbacks");
     callbacks_registered = ok;
     for (size_t i = 0; ok && i < NKINDS; i++)
       ok = !failed(cuptiActivityEnable(kinds[i]), "cuptiActivityEnable");
@@ -123,15 +158,26 @@ uint64_t engine_probe_now(void)
   return t;
 }
 
+/* The thread that made the API call with this correlation id, or 0. */
+static uint32_t launcher(uint32_t correlation)
+{
+  for (size_t i = nlaunches; i-- > 0;)
+    if (launches[i].correlation == correlation)
+      return launches[i].thread;
+  return 0;
+}
+
 void engine_probe_count(int device, uint64_t t0, uint64_t t1, long *kernels,
                         long *copies)
 {
   cuptiActivityFlushAll(0); /* runs buffer_completed for what is done */
   *kernels = *copies = 0;
+  uint32_t me = (uint32_t)syscall(SYS_gettid);
   pthread_mutex_lock(&lock);
   for (size_t i = 0; i < nrecords; i++) {
     const record *r = &records[i];
-    if (r->device == (uint32_t)device && r->start >= t0 && r->start <= t1) {
+    if (r->device == (uint32_t)device && r->start >= t0 && r->start <= t1 &&
+        launcher(r->correlation) == me) {
       if (r->is_kernel)
         ++*kernels;
       else

@@ -1,6 +1,11 @@
 #include "requirements.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime.h>
 
 #include "checks.h"
 #include "output.h"
@@ -44,4 +49,83 @@ int report_symmetric_windows(const rank_ctx *ctx, ncclWindow_t send_win,
              ctx->rank);
   print_ordered_line(ctx, line);
   return real;
+}
+
+const char *shared_gpu_hint(void)
+{
+  return "; with NCCL >= 2.30, NCCL_MULTI_RANK_GPU_ENABLE=1 lets ranks share"
+         " a GPU";
+}
+
+/* NCCL reads its integer variables with strtoll and ignores a value that is
+ * not a number; so do we, but loudly. Returns 1 (on), 0 (off or unset) or
+ * -1 (not a number). */
+static int multi_rank_gpu_requested(const char **text)
+{
+  *text = getenv("NCCL_MULTI_RANK_GPU_ENABLE");
+  if (*text == NULL || (*text)[0] == '\0')
+    return 0;
+  char *end = NULL;
+  errno = 0;
+  long long value = strtoll(*text, &end, 0);
+  if (errno != 0 || end == *text || *end != '\0')
+    return -1;
+  return value != 0;
+}
+
+enum gpu_sharing decide_gpu_sharing(int ranks, int ngpus)
+{
+  if (ranks <= ngpus)
+    return GPU_ONE_RANK_EACH;
+  const char *text;
+  int asked = multi_rank_gpu_requested(&text);
+  if (asked == 0)
+    return GPU_TOO_FEW;
+  if (asked < 0) {
+    print_error("invalid NCCL_MULTI_RANK_GPU_ENABLE='%s': NCCL ignores a"
+                " value that is not a number; use 1 to let %d ranks share"
+                " %d GPU(s), or unset it\n",
+                text, ranks, ngpus);
+    return GPU_SHARING_BAD;
+  }
+  int code = 0;
+  NCCLCHECK(ncclGetVersion(&code));
+  if (code < NCCL_SHARED_GPU_MIN) {
+    char have[32];
+    format_nccl_version(code, have, sizeof have);
+    print_error("NCCL_MULTI_RANK_GPU_ENABLE=%s: ranks may share a GPU only"
+                " with NCCL >= 2.30, and the loaded NCCL is %s; use a newer"
+                " NCCL (make NCCL_HOME=...) or at most %d rank(s) here\n",
+                text, have, ngpus);
+    return GPU_SHARING_BAD;
+  }
+  return GPU_SHARED;
+}
+
+void fit_shared_gpu_kernels(int ranks, int ngpus, int device, int say)
+{
+  int per_gpu = (ranks + ngpus - 1) / ngpus;
+  const char *own = getenv("NCCL_MAX_CTAS");
+  if (own != NULL && own[0] != '\0') {
+    if (say)
+      printf(
+          "NCCL_MAX_CTAS=%s (yours): with %d ranks per GPU it must leave every"
+          " rank's kernels room on the GPU at once, or collectives hang\n",
+          own, per_gpu);
+    return;
+  }
+  int sms = 0;
+  CUDACHECK(
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  int limit = sms / per_gpu > 0 ? sms / per_gpu : 1;
+  char text[16];
+  snprintf(text, sizeof text, "%d", limit);
+  if (setenv("NCCL_MAX_CTAS", text, 1) != 0) {
+    print_error("setenv NCCL_MAX_CTAS failed: %s\n", strerror(errno));
+    job_abort(1);
+  }
+  if (say)
+    printf("NCCL_MAX_CTAS=%d: each rank's NCCL kernels use at most %d of the"
+           " GPU's %d SMs, so that all %d ranks' kernels fit at once\n",
+           limit, limit, sms, per_gpu);
 }

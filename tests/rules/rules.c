@@ -141,6 +141,21 @@ static int leak(const rank_ctx *ctx)
   return 0;
 }
 
+/* Two thread ranks on one device (allowed: NCCL 2.30 with the switch on),
+ * and a copy on the legacy default stream: this file is built without
+ * per-thread default streams, so cudaMemcpy is the legacy one. */
+static int legacy_stream_on_shared_gpu(const rank_ctx *ctx)
+{
+  ncclComm_t comm = init_comm(ctx, 0);
+  void *buf;
+  char host[BYTES] = {0};
+  NCCLCHECK(ncclMemAlloc(&buf, BYTES));
+  CUDACHECK(cudaMemcpy(buf, host, BYTES, cudaMemcpyHostToDevice));
+  NCCLCHECK(ncclMemFree(buf));
+  finish(comm);
+  return 0;
+}
+
 static const struct {
   const char *name;
   example_fn fn;
@@ -155,6 +170,7 @@ static const struct {
     {"free-with-ncclMemFree", memfree_on_cudamalloc},
     {"one-rank-per-device", one_rank_per_device},
     {"no-leaks", leak},
+    {"shared-gpu-legacy-stream", legacy_stream_on_shared_gpu},
 };
 
 int main(int argc, char *argv[])
@@ -163,7 +179,11 @@ int main(int argc, char *argv[])
   for (size_t i = 0; argc == 2 && i < n; i++)
     if (strcmp(argv[1], cases[i].name) == 0) {
       example_options opts = {.prog = "rules", .count = 1};
-      return run_ranks(2, &opts, cases[i].fn);
+      if (cases[i].fn == legacy_stream_on_shared_gpu) {
+        setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1", 1);
+        setenv("SIM_NCCL_VERSION", "23007", 1);
+      }
+      return run_ranks(2, 2, &opts, cases[i].fn);
     }
   fprintf(stderr, "usage: rules CASE, one of:");
   for (size_t i = 0; i < n; i++)

@@ -22,6 +22,12 @@
  *   SIM_FAIL=CALL:R      CALL fails on rank R (e.g. ncclMemAlloc:2)
  *   SIM_WRONG_RESULT=R[:I]  rank R's collective result is wrong at index I
  *   SIM_TIMEOUT_MS=T     how long a rank waits for its peers (default 10000)
+ * Like NCCL >= 2.30, it lets several ranks of one communicator use one
+ * device only with NCCL_MULTI_RANK_GPU_ENABLE set to a non-zero number and a
+ * simulated version >= 2.30. Ranks that are threads sharing a device share
+ * its context: a call on the legacy default stream (a program built without
+ * per-thread default streams) or cudaDeviceSynchronize there would wait for
+ * the other ranks' queued collectives, so it is a rule violation.
  * cuBLAS's SGEMM is accepted and not computed (only --bench --overlap
  * calls it, and its result is not used).
  * A "rank" is the rank of the calling thread's communicator, or its current
@@ -347,6 +353,35 @@ static void finish_exchange(struct ncclComm *c) { c->seq++; }
 
 static int visible_devices(void) { return (int)env_long("SIM_DEVICES", 8); }
 
+/* Does another rank of this process use this thread's device? Then they
+ * share one CUDA context (threads on one GPU). */
+static const struct ncclComm *device_sharer(void)
+{
+  const struct ncclComm *found = NULL;
+  pthread_mutex_lock(&lock);
+  for (const struct ncclComm *c = comms; c && !found; c = c->next)
+    if (c->device == current_device && c->rank != thread_rank)
+      found = c;
+  pthread_mutex_unlock(&lock);
+  return found;
+}
+
+/* The rule for ranks that share a device's context: nothing may wait for
+ * the whole device or the legacy default stream (see the header). */
+static void check_shared_context(const char *call, cudaStream_t stream)
+{
+  if (stream != NULL)
+    return; /* a stream of the program's own */
+  const struct ncclComm *other = device_sharer();
+  if (other != NULL)
+    violation(NULL, "shared-gpu-legacy-stream", call,
+              "rank %d shares device %d with this thread; %s waits for the"
+              " legacy default stream or the whole device, and so for that"
+              " rank's queued collectives (a deadlock on a real GPU): build"
+              " with -DCUDA_API_PER_THREAD_DEFAULT_STREAM=1 and use streams",
+              other->rank, current_device, call);
+}
+
 cudaError_t cudaGetDeviceCount(int *count)
 {
   *count = visible_devices();
@@ -364,6 +399,18 @@ cudaError_t cudaSetDevice(int device)
   if (device < 0 || device >= visible_devices())
     return cudaErrorInvalidDevice;
   current_device = device;
+  return cudaSuccess;
+}
+
+/* An H200's multiprocessor count; the only attribute the programs ask for. */
+cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr,
+                                   int device)
+{
+  if (device < 0 || device >= visible_devices())
+    return cudaErrorInvalidDevice;
+  if (attr != cudaDevAttrMultiProcessorCount)
+    return cudaErrorInvalidValue;
+  *value = 132;
   return cudaSuccess;
 }
 
@@ -455,8 +502,8 @@ cudaError_t cudaFree(void *ptr)
   return cudaSuccess;
 }
 
-cudaError_t cudaMemcpy(void *dst, const void *src, size_t count,
-                       enum cudaMemcpyKind kind)
+static cudaError_t copy(void *dst, const void *src, size_t count,
+                        enum cudaMemcpyKind kind)
 {
   if (injected_failure("cudaMemcpy"))
     return cudaErrorInvalidValue;
@@ -473,17 +520,46 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t count,
   return cudaSuccess;
 }
 
+/* The per-thread-default-stream entry points (what cuda_runtime.h calls
+ * under CUDA_API_PER_THREAD_DEFAULT_STREAM) and the legacy ones. */
+cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t count,
+                            enum cudaMemcpyKind kind);
+cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count,
+                                 enum cudaMemcpyKind kind, cudaStream_t stream);
+cudaError_t cudaMemsetAsync_ptsz(void *ptr, int value, size_t count,
+                                 cudaStream_t stream);
+cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream);
+cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream);
+
+cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t count,
+                            enum cudaMemcpyKind kind)
+{
+  return copy(dst, src, count, kind);
+}
+
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t count,
+                       enum cudaMemcpyKind kind)
+{
+  check_shared_context("cudaMemcpy", NULL);
+  return copy(dst, src, count, kind);
+}
+
+cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count,
+                                 enum cudaMemcpyKind kind, cudaStream_t stream)
+{
+  (void)stream;
+  return copy(dst, src, count, kind);
+}
+
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count,
                             enum cudaMemcpyKind kind, cudaStream_t stream)
 {
-  (void)stream;
-  return cudaMemcpy(dst, src, count, kind);
+  check_shared_context("cudaMemcpyAsync", stream);
+  return copy(dst, src, count, kind);
 }
 
-cudaError_t cudaMemsetAsync(void *ptr, int value, size_t count,
-                            cudaStream_t stream)
+static cudaError_t memset_device(void *ptr, int value, size_t count)
 {
-  (void)stream;
   pthread_mutex_lock(&lock);
   int inside = find_alloc(ptr, count) != NULL;
   pthread_mutex_unlock(&lock);
@@ -493,13 +569,34 @@ cudaError_t cudaMemsetAsync(void *ptr, int value, size_t count,
   return cudaSuccess;
 }
 
+cudaError_t cudaMemsetAsync_ptsz(void *ptr, int value, size_t count,
+                                 cudaStream_t stream)
+{
+  (void)stream;
+  return memset_device(ptr, value, count);
+}
+
+cudaError_t cudaMemsetAsync(void *ptr, int value, size_t count,
+                            cudaStream_t stream)
+{
+  check_shared_context("cudaMemsetAsync", stream);
+  return memset_device(ptr, value, count);
+}
+
 cudaError_t cudaMemcpyPeerAsync(void *dst, int dst_device, const void *src,
                                 int src_device, size_t count,
                                 cudaStream_t stream)
 {
   (void)dst_device;
   (void)src_device;
-  return cudaMemcpyAsync(dst, src, count, cudaMemcpyDeviceToDevice, stream);
+  check_shared_context("cudaMemcpyPeerAsync", stream);
+  return copy(dst, src, count, cudaMemcpyDeviceToDevice);
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned int flags)
+{
+  (void)flags; /* simulated work never waits, blocking stream or not */
+  return cudaStreamCreate(stream);
 }
 
 cudaError_t cudaStreamCreate(cudaStream_t *stream)
@@ -519,9 +616,15 @@ cudaError_t cudaStreamCreate(cudaStream_t *stream)
   return cudaSuccess;
 }
 
-cudaError_t cudaStreamSynchronize(cudaStream_t stream)
+cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream)
 {
   (void)stream; /* every simulated operation completes when it is called */
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t stream)
+{
+  check_shared_context("cudaStreamSynchronize", stream);
   return cudaSuccess;
 }
 
@@ -539,7 +642,11 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream)
   return cudaErrorInvalidValue;
 }
 
-cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize(void)
+{
+  check_shared_context("cudaDeviceSynchronize", NULL);
+  return cudaSuccess;
+}
 
 cudaError_t cudaEventCreate(cudaEvent_t *event)
 {
@@ -555,11 +662,17 @@ cudaError_t cudaEventCreate(cudaEvent_t *event)
   return cudaSuccess;
 }
 
-cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
+cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream)
 {
   (void)stream;
   clock_gettime(CLOCK_MONOTONIC, &event->when);
   return cudaSuccess;
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
+{
+  check_shared_context("cudaEventRecord", stream);
+  return cudaEventRecord_ptsz(event, stream);
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event)
@@ -633,6 +746,15 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId *id)
   return ncclSuccess;
 }
 
+/* NCCL >= 2.30 with NCCL_MULTI_RANK_GPU_ENABLE set to a non-zero number. */
+static int multi_rank_gpu_allowed(void)
+{
+  int version = 0;
+  ncclGetVersion(&version);
+  return version >= NCCL_VERSION(2, 30, 0) &&
+         env_long("NCCL_MULTI_RANK_GPU_ENABLE", 0) != 0;
+}
+
 static ncclResult_t init_rank(ncclComm_t *out, int nranks, ncclUniqueId id,
                               int rank, int cta_policy, const char *call)
 {
@@ -679,9 +801,10 @@ static ncclResult_t init_rank(ncclComm_t *out, int nranks, ncclUniqueId id,
           c, "collective-calls", call,
           "rank %d created the communicator with %zu ranks, this rank with %d",
           r, peer.size, nranks);
-    if (r != rank && peer.arg == c->device)
+    if (r != rank && peer.arg == c->device && !multi_rank_gpu_allowed())
       violation(c, "one-rank-per-device", call,
-                "ranks %d and %d both use device %d in one communicator",
+                "ranks %d and %d both use device %d in one communicator"
+                " (NCCL >= 2.30 allows it with NCCL_MULTI_RANK_GPU_ENABLE=1)",
                 r < rank ? r : rank, r < rank ? rank : r, c->device);
   }
   finish_exchange(c);

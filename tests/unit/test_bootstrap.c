@@ -1,8 +1,9 @@
 /* The rank bootstrap without GPUs: rank 0 makes a real ncclUniqueId,
  * util_broadcast hands it to every rank, and the gather, max and ordered
  * printing behave. Pthread build: `test_bootstrap N` runs N threads.
- * MPI build: `mpirun -np N test_bootstrap N`. Exits 0 only if all checks
- * pass on every rank. */
+ * MPI build: `mpirun -np N test_bootstrap N`. An optional second argument
+ * NGPUS checks the device a rank gets when ranks share GPUs. Exits 0 only if
+ * all checks pass on every rank. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,13 +55,14 @@ static int check_rank(const rank_ctx *ctx)
     fprintf(stderr, "rank %d: all_ranks_ok is wrong\n", ctx->rank);
     failures++;
   }
-#ifdef USE_MPI
-  /* One host: the node-local rank (which picks the GPU) is the world rank. */
-  if (ctx->device != ctx->rank) {
-    fprintf(stderr, "rank %d got device %d\n", ctx->rank, ctx->device);
+  /* One host: the node-local rank (which picks the GPU) is the rank, and
+   * with fewer GPUs than ranks they are shared round-robin. */
+  if (ctx->device != ctx->rank % ctx->ngpus ||
+      ctx->gpu_shared != (ctx->nranks > ctx->ngpus)) {
+    fprintf(stderr, "rank %d of %d on %d GPU(s) got device %d, shared %d\n",
+            ctx->rank, ctx->nranks, ctx->ngpus, ctx->device, ctx->gpu_shared);
     failures++;
   }
-#endif
   print_ordered(ctx, "line from rank %d\n", ctx->rank);
   print_ordered_line(ctx, ctx->rank % 2 ? "odd rank speaks\n" : "");
   return rank_max(ctx, failures) == 0 ? 0 : 1;
@@ -69,16 +71,19 @@ static int check_rank(const rank_ctx *ctx)
 int main(int argc, char *argv[])
 {
   int nranks = argc > 1 ? atoi(argv[1]) : 0;
+  int ngpus = argc > 2 ? atoi(argv[2]) : 0;
 #ifdef USE_MPI
   MPI_Init(&argc, &argv);
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
 #endif
+  if (ngpus < 1)
+    ngpus = nranks;
   if (nranks < 1) {
-    fprintf(stderr, "usage: test_bootstrap NRANKS\n");
+    fprintf(stderr, "usage: test_bootstrap NRANKS [NGPUS]\n");
     return 2;
   }
   example_options opts = {.prog = "test_bootstrap", .count = 1};
-  int status = run_ranks(nranks, &opts, check_rank);
+  int status = run_ranks(nranks, ngpus, &opts, check_rank);
 #ifdef USE_MPI
   MPI_Finalize();
 #endif
