@@ -683,6 +683,20 @@ elif [ $HAVE_MPI = 0 ]; then
 elif ! python3 -c "import nccl.core, cupy, mpi4py" >"$LOG/python-import.txt" 2>&1; then
   PY_REASON="nccl4py, cupy or mpi4py does not import: $(tail -n 1 "$LOG/python-import.txt")"
 fi
+# nccl4py loads its own libnccl; with NCCL_HOME set the Python cases preload
+# that NCCL instead, so that they test the NCCL the C programs were built on.
+PY_PRELOAD_LIB=
+if [ -n "${NCCL_HOME:-}" ] && [ -e "$NCCL_HOME/lib/libnccl.so.2" ]; then
+  PY_PRELOAD_LIB=$NCCL_HOME/lib/libnccl.so.2
+fi
+PY_PRELOAD=(-x "LD_PRELOAD=$PY_PRELOAD_LIB")
+PY_SHARED_REASON=$PY_REASON
+if [ -z "$PY_REASON" ]; then
+  py_nccl=$(LD_PRELOAD=$PY_PRELOAD_LIB python3 -c "import nccl.core as n; print(n.get_version().libnccl.version)" 2>&1 | tail -n 1)
+  echo "nccl4py loads libnccl $py_nccl" >>"$LOG/python-import.txt"
+  python3 -c "import sys; from packaging.version import Version as V; sys.exit(V(sys.argv[1]) < V('2.30'))" "$py_nccl" 2>/dev/null ||
+    PY_SHARED_REASON="nccl4py loads libnccl $py_nccl, older than 2.30 (set NCCL_HOME to an NCCL >= 2.30)"
+fi
 for script in $PY_SCRIPTS; do
   p=$(basename "$script" .py)
   if [ -n "$PY_REASON" ]; then
@@ -692,7 +706,18 @@ for script in $PY_SCRIPTS; do
   for n in $(seq 1 "$NGPUS"); do
     if begin "python/gpu/$p-$n"; then
       expected $p $n 1048576 "Number of processes: $n" >"$f.expected"
-      run "${MPIRUN[@]}" -np $n python3 "$script"
+      run "${MPIRUN[@]}" "${PY_PRELOAD[@]}" -np $n python3 "$script"
+      want_status 0; want_out_file "$f.expected"; end
+    fi
+  done
+  if [ -n "$PY_SHARED_REASON" ]; then
+    skip "shared-gpu/python/$p" "$PY_SHARED_REASON"
+    continue
+  fi
+  for n in $(seq $((NGPUS + 1)) $((NGPUS * 4 < 8 ? NGPUS * 4 : 8))); do
+    if begin "shared-gpu/python/$p-$n"; then
+      expected $p $n 1048576 "$(shared_header $n $NGPUS $GPU_SMS; echo "Number of processes: $n")" $NGPUS >"$f.expected"
+      NCCL_MULTI_RANK_GPU_ENABLE=1 run "${MPIRUN[@]}" "${PY_PRELOAD[@]}" -np $n python3 "$script"
       want_status 0; want_out_file "$f.expected"; end
     fi
   done

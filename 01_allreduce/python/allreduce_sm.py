@@ -19,7 +19,7 @@ def main():
     args = ex.parse_args("AllReduce on NCCL symmetric memory windows")
     ranks = ex.Ranks("allreduce_sm.py")
     nccl, cp = ex.import_gpu_libraries(ranks)
-    device = ex.select_gpu(ranks, cp)
+    device = ex.select_gpu(ranks, cp, nccl)
     ex.require_nccl(ranks, nccl, "2.27.0", "symmetric memory windows")
     ranks.print_root(f"Number of processes: {ranks.size}")
 

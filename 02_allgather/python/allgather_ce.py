@@ -20,7 +20,7 @@ def main():
     args = ex.parse_args("AllGather on NCCL symmetric memory windows with the copy engine")
     ranks = ex.Ranks("allgather_ce.py")
     nccl, cp = ex.import_gpu_libraries(ranks)
-    device = ex.select_gpu(ranks, cp)
+    device = ex.select_gpu(ranks, cp, nccl)
     ex.require_nccl(ranks, nccl, "2.28.0", "the copy-engine policy (CTAPolicy ZERO)")
     ranks.print_root(f"Number of processes: {ranks.size}")
 

@@ -5,7 +5,7 @@ in C).
 
 Exit statuses are the C programs': 0 success, 1 run-time failure (no GPU, a
 failing call, NCCL too old, a wrong result), 2 usage error (bad option, more
-ranks on a node than GPUs).
+ranks on a node than GPUs without NCCL_MULTI_RANK_GPU_ENABLE=1 and NCCL >= 2.30).
 """
 import argparse
 import os
@@ -103,26 +103,84 @@ def import_gpu_libraries(ranks):
     return nccl.core, cupy
 
 
-def select_gpu(ranks, cupy):
-    """Every rank checks it has a GPU of its own and makes it current; if any
-    rank has none, every rank says why and the job stops."""
-    problem, message = 0, ""
+SHARED_GPU_MIN = "2.30.0"  # the first NCCL that lets ranks share a GPU
+
+
+def multi_rank_gpu_requested():
+    """NCCL_MULTI_RANK_GPU_ENABLE as NCCL reads it: (1 on, 0 off or unset,
+    -1 not a number, which NCCL ignores), and the text."""
+    text = os.environ.get("NCCL_MULTI_RANK_GPU_ENABLE", "")
+    if text == "":
+        return 0, text
+    try:
+        return (1 if int(text, 0) != 0 else 0), text
+    except ValueError:
+        return -1, text
+
+
+def select_gpu(ranks, cupy, nccl):
+    """Every rank checks it has a GPU of its own, or may share one (NCCL >=
+    2.30 with NCCL_MULTI_RANK_GPU_ENABLE=1), and makes it current (node-local
+    rank mod GPUs); if any rank may not, every rank says why and the job
+    stops. Ranks sharing a GPU get NCCL_MAX_CTAS as in the C programs
+    (common/src/requirements.c says why), and rank 0 prints the two lines
+    that say so."""
+    problem, message, shared = 0, "", False
     try:
         ngpus = cupy.cuda.runtime.getDeviceCount()
     except cupy.cuda.runtime.CUDARuntimeError as e:
         ngpus, problem = 0, EXIT_FAILURE
         message = f"no usable GPU: cudaGetDeviceCount failed: {e}"
     if problem == 0 and ranks.local_size > ngpus:
-        problem = EXIT_USAGE
-        message = (f"node-local rank {ranks.local_rank} of {ranks.local_size} on {os.uname().nodename}:"
-                   f" only {ngpus} GPU(s) visible there; one rank per GPU, so start at most"
-                   f" {ngpus} rank(s) per node")
+        asked, text = multi_rank_gpu_requested()
+        info = nccl.get_version().libnccl
+        from packaging.version import Version
+        if asked == 0:
+            problem = EXIT_USAGE
+            message = (f"node-local rank {ranks.local_rank} of {ranks.local_size} on {os.uname().nodename}:"
+                       f" only {ngpus} GPU(s) visible there; one rank per GPU, so start at most"
+                       f" {ngpus} rank(s) per node; with NCCL >= 2.30, NCCL_MULTI_RANK_GPU_ENABLE=1"
+                       " lets ranks share a GPU")
+        elif asked < 0:
+            problem = EXIT_USAGE
+            message = (f"invalid NCCL_MULTI_RANK_GPU_ENABLE='{text}': NCCL ignores a value that is"
+                       f" not a number; use 1 to let {ranks.local_size} ranks share {ngpus} GPU(s),"
+                       " or unset it")
+        elif info is None or info.version < Version(SHARED_GPU_MIN):
+            problem = EXIT_USAGE
+            have = info.version if info is not None else "unknown"
+            message = (f"NCCL_MULTI_RANK_GPU_ENABLE={text}: ranks may share a GPU only with NCCL >= 2.30,"
+                       f" and the loaded NCCL is {have}; use a newer NCCL or at most {ngpus} rank(s) here")
+        else:
+            shared = True
     worst = ranks.worst(problem)
     if worst:
         ranks.error(message or "stopping: another rank has no GPU of its own (see its message)")
         sys.exit(worst)
-    cupy.cuda.Device(ranks.local_rank).use()
-    return ranks.local_rank
+    device = ranks.local_rank % ngpus
+    cupy.cuda.Device(device).use()
+    if shared:
+        fit_shared_gpu_kernels(ranks, cupy, ngpus, device)
+    return device
+
+
+def fit_shared_gpu_kernels(ranks, cupy, ngpus, device):
+    """Caps NCCL_MAX_CTAS so that every rank's NCCL kernels fit on the
+    shared GPU at once, unless the user set it; rank 0 says which holds."""
+    per_gpu = -(-ranks.local_size // ngpus)
+    ranks.print_root(f"{ranks.local_size} ranks share {ngpus} GPU{'' if ngpus == 1 else 's'}"
+                     " (NCCL_MULTI_RANK_GPU_ENABLE=1): results are real NCCL; bandwidths are one"
+                     " GPU's, not a link's")
+    own = os.environ.get("NCCL_MAX_CTAS", "")
+    if own:
+        ranks.print_root(f"NCCL_MAX_CTAS={own} (yours): with {per_gpu} ranks per GPU it must leave"
+                         " every rank's kernels room on the GPU at once, or collectives hang")
+        return
+    sms = cupy.cuda.runtime.getDeviceProperties(device)["multiProcessorCount"]
+    limit = max(sms // per_gpu, 1)
+    os.environ["NCCL_MAX_CTAS"] = str(limit)
+    ranks.print_root(f"NCCL_MAX_CTAS={limit}: each rank's NCCL kernels use at most {limit} of the"
+                     f" GPU's {sms} SMs, so that all {per_gpu} ranks' kernels fit at once")
 
 
 def require_nccl(ranks, nccl, minimum, feature):
