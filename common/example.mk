@@ -9,20 +9,25 @@ BUILD_DIR ?= build
 BIN ?= $(PROGRAM)
 
 OBJ_DIR := $(BUILD_DIR)/$(MODE)
+# common/src/*.c, and the one transport of this mode (threads or mpi).
 OBJS := $(OBJ_DIR)/main.o \
-        $(patsubst $(COMMON_DIR)/src/%.c,$(OBJ_DIR)/common/%.o,$(wildcard $(COMMON_DIR)/src/*.c))
+        $(patsubst $(COMMON_DIR)/src/%.c,$(OBJ_DIR)/common/%.o,$(wildcard $(COMMON_DIR)/src/*.c)) \
+        $(OBJ_DIR)/common/transport/$(TRANSPORT).o
 
 # Switching MPI=0/1 must relink: the binary depends on a file that records
 # the mode and changes only when the mode does.
 MODE_FILE := $(BUILD_DIR)/mode
+# (Not for `make help` or `make clean`, which must write nothing.)
+ifeq ($(filter help clean,$(MAKECMDGOALS)),)
 $(shell mkdir -p $(BUILD_DIR) && { [ "`cat $(MODE_FILE) 2>/dev/null`" = "$(MODE)" ] || echo $(MODE) > $(MODE_FILE); })
+endif
 
 .PHONY: all clean install help
 all: $(BIN)
 
 $(BIN): $(OBJS) $(MODE_FILE)
 	@echo "  LD      $@ ($(MODE))"
-	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(OBJS) $(RUNTIME_LIBS) -pthread -lm
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(OBJS) $(RUNTIME_LIBS) $(MODE_LIBS) -pthread -lm
 
 $(OBJ_DIR)/main.o: main.c
 	@echo "  CC      $<"

@@ -20,11 +20,19 @@ LDFLAGS ?=
 ifeq ($(MPI),1)
   MODE := mpi
   MPICC ?= $(if $(MPI_HOME),$(MPI_HOME)/bin/mpicc,mpicc)
-  CC := $(MPICC)
-  MODE_CPPFLAGS := -DUSE_MPI
+  # mpicc by default; with another CC (make CC=clang MPI=1) add the flags
+  # mpicc would (Open MPI's --showme; MPICH's mpicc takes -compile-info).
+  ifeq ($(origin CC),default)
+    CC := $(MPICC)
+  else
+    MODE_CPPFLAGS := $(shell $(MPICC) --showme:compile 2>/dev/null || $(MPICC) -compile-info 2>/dev/null | cut -d' ' -f2-)
+    MODE_LIBS := $(shell $(MPICC) --showme:link 2>/dev/null || $(MPICC) -link-info 2>/dev/null | cut -d' ' -f2-)
+  endif
+  TRANSPORT := mpi
 else ifeq ($(MPI),0)
   MODE := pthread
   MODE_CPPFLAGS :=
+  TRANSPORT := threads
 else
   $(error MPI=$(MPI): use MPI=1 for the MPI build or MPI=0 (default) for threads)
 endif
@@ -53,6 +61,7 @@ endif
 # The CUDA runtime is linked statically (as nvcc does). Tests replace
 # RUNTIME_LIBS with the host simulation.
 RUNTIME_LIBS ?= $(NCCL_LDFLAGS) -lnccl $(BENCH_LIBS) $(CUDA_HOME)/lib64/libcudart_static.a -ldl -lrt
+MODE_LIBS ?=
 
 # Per-thread default streams: ranks that are threads sharing one GPU share
 # its CUDA context, and a plain cudaMemcpy on the legacy default stream

@@ -173,6 +173,22 @@ if [ $HAVE_MPI = 1 ] && begin build/mode-switch; then
 elif [ $HAVE_MPI = 0 ]; then
   skip build/mode-switch "$NO_MPI"
 fi
+if begin build/help-writes-nothing; then
+  run make --no-print-directory -C 01_allreduce/c help BUILD_DIR="$B/helponly"
+  want_status 0
+  [ ! -e "$B/helponly" ] || why+="make help created $B/helponly; "
+  end
+fi
+if command -v clang >/dev/null && [ $HAVE_MPI = 1 ]; then
+  if begin build/clang-MPI=1; then
+    run make --no-print-directory -s -C 01_allreduce/c CC=clang MPI=1 BUILD_DIR="$B/clangmpi/obj" BIN="$B/clangmpi/allreduce_sm"
+    want_status 0
+    ldd "$B/clangmpi/allreduce_sm" 2>/dev/null | grep -q libmpi || why+="not linked with libmpi; "
+    end
+  fi
+else
+  skip build/clang-MPI=1 "clang or MPI not installed"
+fi
 if begin build/install; then
   run make --no-print-directory -s -C 02_allgather/c install BUILD_DIR="$B/install/obj" \
     BIN="$B/install/allgather_ce" DESTDIR="$B/install/root" PREFIX=/opt/symmem

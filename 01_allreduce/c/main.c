@@ -19,22 +19,12 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
-#include "bench.h"
-#include "bootstrap.h"
-#include "checks.h"
-#include "output.h"
-#include "requirements.h"
-#include "verify.h"
+#include "example.h"
 
 static int allreduce_sm(const rank_ctx *ctx)
 {
   const int my_rank = ctx->rank;
   const int total_ranks = ctx->nranks;
-  if (!require_nccl_version(ctx, NCCL_VERSION(2, 27, 0),
-                            "symmetric memory windows"))
-    return EXIT_FAILURE;
-  if (ctx->opts->bench) /* --bench measures instead: common/src/bench.c */
-    return run_bench(ctx, BENCH_ALLREDUCE);
 
   /* STEP 1: Initialize the NCCL communicator ----------------------------- */
   print_root(ctx, "Starting AllReduce example with %d ranks\n", total_ranks);
@@ -125,5 +115,13 @@ static int allreduce_sm(const rank_ctx *ctx)
 
 int main(int argc, char *argv[])
 {
-  return run_example(argc, argv, allreduce_sm);
+  /* The driver (common/) checks the GPUs and the loaded NCCL against this,
+   * and runs --bench instead of the lesson when asked. */
+  static const example_desc example = {
+      .lesson = allreduce_sm,
+      .min_nccl = NCCL_VERSION(2, 27, 0),
+      .needs = "symmetric memory windows",
+      .collective = BENCH_ALLREDUCE,
+  };
+  return run_example(argc, argv, &example);
 }

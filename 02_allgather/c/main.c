@@ -19,12 +19,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
-#include "bench.h"
-#include "bootstrap.h"
-#include "checks.h"
-#include "output.h"
-#include "requirements.h"
-#include "verify.h"
+#include "example.h"
 
 #if NCCL_VERSION_CODE < NCCL_VERSION(2, 28, 0)
 /* ncclConfig_t.CTAPolicy exists from NCCL 2.28 on. */
@@ -35,11 +30,6 @@ static int allgather_ce(const rank_ctx *ctx)
 {
   const int my_rank = ctx->rank;
   const int total_ranks = ctx->nranks;
-  if (!require_nccl_version(ctx, NCCL_VERSION(2, 28, 0),
-                            "the copy-engine policy (CTAPolicy ZERO)"))
-    return EXIT_FAILURE;
-  if (ctx->opts->bench) /* --bench measures instead: common/src/bench.c */
-    return run_bench(ctx, BENCH_ALLGATHER);
 
   /* STEP 1: Initialize the communicator with the copy-engine policy ------ */
   print_root(ctx,
@@ -143,5 +133,13 @@ static int allgather_ce(const rank_ctx *ctx)
 
 int main(int argc, char *argv[])
 {
-  return run_example(argc, argv, allgather_ce);
+  /* The driver (common/) checks the GPUs and the loaded NCCL against this,
+   * and runs --bench instead of the lesson when asked. */
+  static const example_desc example = {
+      .lesson = allgather_ce,
+      .min_nccl = NCCL_VERSION(2, 28, 0),
+      .needs = "the copy-engine policy (CTAPolicy ZERO)",
+      .collective = BENCH_ALLGATHER,
+  };
+  return run_example(argc, argv, &example);
 }

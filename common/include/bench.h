@@ -9,8 +9,6 @@
 
 #include "bootstrap.h"
 
-enum bench_collective { BENCH_ALLREDUCE, BENCH_ALLGATHER };
-
 /* Collective: runs the benchmark on every rank; rank 0 prints the table
  * (and writes --csv). Returns EXIT_SUCCESS, or EXIT_FAILURE if any result was
  * wrong or the CSV file could not be written. CUDA/NCCL failures end the job

@@ -6,8 +6,8 @@
  * Two builds share this interface:
  *   - pthread mode (default): one thread per GPU in one process; NTHREADS
  *     picks how many.
- *   - MPI mode (make MPI=1, compiled with USE_MPI): one process per GPU, as
- *     many as mpirun starts; each uses the GPU of its node-local rank.
+ *   - MPI mode (make MPI=1, common/src/transport/mpi.c): one process per GPU,
+ * as many as mpirun starts; each uses the GPU of its node-local rank.
  *
  * Exit statuses of the programs (documented in the README):
  *   0  success
@@ -30,6 +30,11 @@
  * the run; opaque to the examples. */
 typedef struct run_state run_state;
 
+/* The collective an example teaches; --bench measures it. */
+enum bench_collective { BENCH_ALLREDUCE, BENCH_ALLGATHER };
+
+typedef struct example_desc example_desc;
+
 /* What one rank knows about itself. Read-only for the example. */
 typedef struct rank_ctx {
   int rank;                    /* NCCL rank: 0 .. nranks-1 */
@@ -40,6 +45,7 @@ typedef struct rank_ctx {
                                   several ranks (NCCL_MULTI_RANK_GPU_ENABLE) */
   int ranks_are_threads;       /* 1: threads of one process; 0: processes */
   const example_options *opts; /* parsed command line, same on every rank */
+  const example_desc *example; /* what runs (NULL in tests of run_ranks) */
   run_state *run;
 } rank_ctx;
 
@@ -47,21 +53,33 @@ typedef struct rank_ctx {
  * run_example's status is the worst status of any rank. */
 typedef int (*example_fn)(const rank_ctx *ctx);
 
+/* An example, as its main.c hands it to run_example: the lesson and what it
+ * needs. */
+struct example_desc {
+  example_fn lesson;                /* the per-rank NCCL lifecycle */
+  int min_nccl;                     /* NCCL_VERSION(x, y, z) it needs */
+  const char *needs;                /* what needs that version, for messages */
+  enum bench_collective collective; /* what --bench measures */
+};
+
 /* Parses the command line, checks that every rank has a GPU of its own (or
- * may share one: NCCL_MULTI_RANK_GPU_ENABLE=1 with NCCL >= 2.30), runs fn on
- * every rank and returns the exit status that every process agrees on.
- * Usage errors return EXIT_USAGE before any GPU is touched; -h prints the
- * usage and returns 0. */
-int run_example(int argc, char *argv[], example_fn fn);
+ * may share one: NCCL_MULTI_RANK_GPU_ENABLE=1 with NCCL >= 2.30) and that
+ * the loaded NCCL is new enough, then runs the example's lesson (or, with
+ * --bench, the benchmark of its collective) on every rank and returns the
+ * exit status that every process agrees on. Usage errors return EXIT_USAGE
+ * before any rank runs; -h prints the usage and returns 0. The driver is
+ * common/src/driver.c; the transport it uses, threads or MPI, is chosen by
+ * the Makefile. */
+int run_example(int argc, char *argv[], const example_desc *example);
 
 /* Runs fn on nranks ranks without looking for GPUs. A rank's device is its
  * node-local rank (the rank itself in pthread mode) modulo ngpus, so with
  * more ranks than ngpus several ranks share a device. In MPI mode nranks
  * must equal the MPI world size and MPI must already be initialized.
- * run_example uses it; tests call it directly. Returns the worst status of
- * any rank. */
-int run_ranks(int nranks, int ngpus, const example_options *opts,
-              example_fn fn);
+ * Every rank's ctx->example is `example`. run_example uses it; tests call it
+ * directly. Returns the worst status of any rank. */
+int run_ranks(int nranks, int ngpus, const example_options *opts, example_fn fn,
+              const example_desc *example);
 
 /* Collective: every rank passes its own id; afterwards every rank holds the
  * root's. */
@@ -81,11 +99,8 @@ int all_ranks_ok(const rank_ctx *ctx, int ok);
 
 /* Ends the whole job at once with `status`: MPI_Abort in MPI mode, so that no
  * peer hangs in a collective; the process exits in pthread mode. Output is
- * flushed first. Never returns. */
+ * flushed first. Never returns. (Fatal errors reach it through checks.h's
+ * fatal().) */
 _Noreturn void job_abort(int status);
-
-/* Rank of the calling thread, or -1 before ranks exist: lets error messages
- * say which rank failed. */
-int current_rank(void);
 
 #endif

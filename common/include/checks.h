@@ -1,9 +1,12 @@
 /*
- * Error checks for CUDA, NCCL and MPI calls. On failure each prints one line
- *   allreduce_sm: rank 2: main.c:84: ncclMemAlloc(&d_sendbuff, size_bytes)
+ * The error module: the one path every message to stderr takes, and the
+ * checks for CUDA and NCCL calls (the MPI transport adds MPICHECK in its own
+ * file). On failure a check prints one line
+ *   allreduce_sm: rank 2: main.c:55: ncclMemAlloc(&d_sendbuff, size_bytes)
  *   failed: unhandled cuda error (...) [NCCL: <last error text>]
- * and ends the whole job with status 1 (job_abort), so no rank is left
- * waiting in a collective for a peer that has stopped.
+ * and ends the whole job with status 1 (the transport's job_abort, which
+ * it registers with on_fatal_error), so no rank is left waiting in a
+ * collective for a peer that has stopped. Depends on nothing else here.
  */
 #ifndef CHECKS_H
 #define CHECKS_H
@@ -25,22 +28,25 @@
       fail_nccl(__FILE__, __LINE__, #call, res_);                              \
   } while (0)
 
-#ifdef USE_MPI
-#include <mpi.h>
-#define MPICHECK(call)                                                         \
-  do {                                                                         \
-    int mpi_err_ = (call);                                                     \
-    if (mpi_err_ != MPI_SUCCESS)                                               \
-      fail_mpi(__FILE__, __LINE__, #call, mpi_err_);                           \
-  } while (0)
-_Noreturn void fail_mpi(const char *file, int line, const char *call, int err);
-#endif
-
 /* Report a failed call (see above) and end the job. Never return. */
 _Noreturn void fail_cuda(const char *file, int line, const char *call,
                          cudaError_t err);
 _Noreturn void fail_nccl(const char *file, int line, const char *call,
                          ncclResult_t res);
+/* The same for any library: `text` is its own words for the error. */
+_Noreturn void fail_call(const char *file, int line, const char *call,
+                         const char *text);
+
+/* How a fatal error ends the job: the transport's job_abort (MPI_Abort, or
+ * _exit for threads). Until one is set, the process exits. */
+void on_fatal_error(void (*end_job)(int status));
+
+/* Ends the job through that function with `status`. Never returns. */
+_Noreturn void fatal(int status);
+
+/* The rank that the calling thread runs, for the "rank R: " prefix of its
+ * messages; -1 (the default) prints none. */
+void set_error_rank(int rank);
 
 /* Returns n * size bytes of zeroed host memory, to be released with free().
  * If there is not enough, reports it and ends the job: never returns NULL. */

@@ -5,9 +5,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bootstrap.h"
+#include <unistd.h>
 
 static const char *program_name = "nccl-example";
+static _Thread_local int error_rank = -1;
+static void (*end_job)(int status);
+
+void set_error_rank(int rank) { error_rank = rank; }
+
+void on_fatal_error(void (*fn)(int status)) { end_job = fn; }
+
+_Noreturn void fatal(int status)
+{
+  if (end_job != NULL)
+    end_job(status);
+  fflush(stdout);
+  fflush(stderr);
+  _exit(status);
+}
 
 void set_program_name(const char *name) { program_name = name; }
 
@@ -16,7 +31,7 @@ void print_error(const char *fmt, ...)
   /* One write per message, so lines of several ranks do not interleave. */
   char line[1024];
   int n;
-  int rank = current_rank();
+  int rank = error_rank;
   if (rank >= 0)
     n = snprintf(line, sizeof line, "%s: rank %d: ", program_name, rank);
   else
@@ -34,7 +49,7 @@ void *host_calloc(size_t n, size_t size)
   void *p = calloc(n, size);
   if (p == NULL) {
     print_error("out of host memory (%zu x %zu bytes)\n", n, size);
-    job_abort(1);
+    fatal(1);
   }
   return p;
 }
@@ -50,7 +65,7 @@ void fail_cuda(const char *file, int line, const char *call, cudaError_t err)
 {
   print_error("%s:%d: %s failed: %s (%s)\n", base_name(file), line, call,
               cudaGetErrorString(err), cudaGetErrorName(err));
-  job_abort(1);
+  fatal(1);
 }
 
 void fail_nccl(const char *file, int line, const char *call, ncclResult_t res)
@@ -63,17 +78,12 @@ void fail_nccl(const char *file, int line, const char *call, ncclResult_t res)
               base_name(file), line, call, ncclGetErrorString(res),
               have_detail ? " [NCCL: " : "", have_detail ? detail : "",
               have_detail ? "]" : "");
-  job_abort(1);
+  fatal(1);
 }
 
-#ifdef USE_MPI
-void fail_mpi(const char *file, int line, const char *call, int err)
+_Noreturn void fail_call(const char *file, int line, const char *call,
+                         const char *text)
 {
-  char text[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  if (MPI_Error_string(err, text, &len) != MPI_SUCCESS)
-    snprintf(text, sizeof text, "MPI error %d", err);
   print_error("%s:%d: %s failed: %s\n", base_name(file), line, call, text);
-  job_abort(1);
+  fatal(1);
 }
-#endif

@@ -183,7 +183,7 @@ int main(int argc, char *argv[])
         setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1", 1);
         setenv("SIM_NCCL_VERSION", "23007", 1);
       }
-      return run_ranks(2, 2, &opts, cases[i].fn);
+      return run_ranks(2, 2, &opts, cases[i].fn, NULL);
     }
   fprintf(stderr, "usage: rules CASE, one of:");
   for (size_t i = 0; i < n; i++)

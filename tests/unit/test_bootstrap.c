@@ -83,7 +83,7 @@ int main(int argc, char *argv[])
     return 2;
   }
   example_options opts = {.prog = "test_bootstrap", .count = 1};
-  int status = run_ranks(nranks, ngpus, &opts, check_rank);
+  int status = run_ranks(nranks, ngpus, &opts, check_rank, NULL);
 #ifdef USE_MPI
   MPI_Finalize();
 #endif

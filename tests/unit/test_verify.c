@@ -66,18 +66,18 @@ int main(void)
   example_options opts = {.prog = "test_verify", .count = N};
 
   bad_rank = -1;
-  EXPECT(run_ranks(3, 3, &opts, allreduce_case) == 0);
-  EXPECT(run_ranks(3, 3, &opts, allgather_case) == 0);
+  EXPECT(run_ranks(3, 3, &opts, allreduce_case, NULL) == 0);
+  EXPECT(run_ranks(3, 3, &opts, allgather_case, NULL) == 0);
   for (int r = 0; r < 3; r++) {
     bad_rank = r;
     bad_index = 0;
-    EXPECT(run_ranks(3, 3, &opts, allreduce_case) == 1);
+    EXPECT(run_ranks(3, 3, &opts, allreduce_case, NULL) == 1);
     bad_index = N - 1;
-    EXPECT(run_ranks(3, 3, &opts, allreduce_case) == 1);
+    EXPECT(run_ranks(3, 3, &opts, allreduce_case, NULL) == 1);
     bad_index = (size_t)N * 2 + 17; /* segment 2 */
-    EXPECT(run_ranks(3, 3, &opts, allgather_case) == 1);
+    EXPECT(run_ranks(3, 3, &opts, allgather_case, NULL) == 1);
     bad_index = 0; /* segment 0, element 0 */
-    EXPECT(run_ranks(3, 3, &opts, allgather_case) == 1);
+    EXPECT(run_ranks(3, 3, &opts, allgather_case, NULL) == 1);
   }
   if (test_failures == 0)
     printf("test_verify: all checks passed\n");

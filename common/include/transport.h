@@ -1,0 +1,44 @@
+/*
+ * What the driver (common/src/driver.c) needs from a transport, the part that
+ * differs between the two builds. Exactly one transport is linked in, chosen
+ * by the Makefile: common/src/transport/threads.c (ranks are threads of one
+ * process) or common/src/transport/mpi.c (ranks are MPI processes). Private
+ * to common/: the examples see only bootstrap.h.
+ */
+#ifndef TRANSPORT_H
+#define TRANSPORT_H
+
+#include "bootstrap.h"
+
+/* Starts the transport (MPI_Init for MPI; nothing for threads) and arranges
+ * for fatal errors to end the whole job. */
+void transport_start(int *argc, char ***argv);
+
+/* Ends it (MPI_Finalize). */
+void transport_stop(void);
+
+/* This process's number among those launched: 0 for threads. Process 0
+ * prints what concerns the whole job. */
+int transport_process(void);
+
+/* How many ranks the job has: NTHREADS (default ngpus) for threads, the
+ * MPI world size for MPI. Returns 0, or EXIT_USAGE after a message naming
+ * the bad value (ngpus < 0: the GPU count is unknown). */
+int transport_rank_count(int ngpus, int *nranks);
+
+/* This process's rank among those on its node, and how many there are (for
+ * threads: 0 and nranks). The node-local rank picks the GPU. */
+void transport_node(int nranks, int *local_rank, int *local_size);
+
+/* Collective over processes, before any rank runs: the largest value any
+ * process passed (for threads: value). */
+int transport_worst(int value);
+
+/* Prints why a node's ranks do not fit its GPUs, in the transport's terms
+ * (NTHREADS, or processes per node). */
+void transport_too_few_gpus(int local_rank, int local_size, int ngpus);
+
+/* Prints the line that opens the original examples' output. */
+void transport_banner(int nranks, int ngpus);
+
+#endif

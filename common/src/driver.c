@@ -1,0 +1,129 @@
+/* The driver: one run of an example, the same in both builds. What differs
+ * between threads and MPI processes is behind transport.h. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <cuda_runtime.h>
+
+#include "bench.h"
+#include "bootstrap.h"
+#include "checks.h"
+#include "requirements.h"
+#include "transport.h"
+
+int all_ranks_ok(const rank_ctx *ctx, int ok)
+{
+  return rank_max(ctx, !ok) == 0;
+}
+
+/* Looks for GPUs without ending the job: on a machine without a GPU or
+ * driver the caller reports the CUDA error in its own words. */
+static cudaError_t count_gpus(int *ngpus)
+{
+  *ngpus = 0;
+  cudaError_t err = cudaGetDeviceCount(ngpus);
+  if (err == cudaSuccess && *ngpus == 0)
+    err = cudaErrorNoDevice;
+  return err;
+}
+
+/* The framework line printed before the example's output when ranks share
+ * GPUs, so that nobody mistakes one GPU's numbers for a link's. */
+static void say_gpus_shared(int ranks, int ngpus)
+{
+  printf("%d ranks share %d GPU%s (NCCL_MULTI_RANK_GPU_ENABLE=1): results are"
+         " real NCCL; bandwidths are one GPU's, not a link's\n",
+         ranks, ngpus, ngpus == 1 ? "" : "s");
+}
+
+/* What every rank runs: the example's requirements, then its lesson or,
+ * with --bench, the benchmark of its collective. */
+static int run_rank(const rank_ctx *ctx)
+{
+  const example_desc *ex = ctx->example;
+  if (!require_nccl_version(ctx, ex->min_nccl, ex->needs))
+    return EXIT_FAILURE;
+  if (ctx->opts->bench)
+    return run_bench(ctx, ex->collective);
+  return ex->lesson(ctx);
+}
+
+/* Checks, on every process, that the job's ranks fit the GPUs; every
+ * process that finds a problem says so. Returns 0 or the status to stop
+ * with, the same on every process. */
+static int check_job(const example_options *opts, int nranks, int ngpus,
+                     cudaError_t gpu_err)
+{
+  int first = transport_process() == 0;
+  int local_rank, local_size;
+  transport_node(nranks, &local_rank, &local_size);
+  int problem = EXIT_SUCCESS;
+  enum gpu_sharing sharing = GPU_ONE_RANK_EACH;
+  if (gpu_err != cudaSuccess) {
+    print_error("no usable GPU: cudaGetDeviceCount failed: %s (%s)\n",
+                cudaGetErrorString(gpu_err), cudaGetErrorName(gpu_err));
+    problem = EXIT_FAILURE;
+  } else if (!count_fits(opts->count, nranks)) {
+    if (first)
+      print_error("count %zu is too large for %d ranks: %zu x %d x 4 bytes"
+                  " does not fit in memory addresses\n",
+                  opts->count, nranks, opts->count, nranks);
+    problem = EXIT_USAGE;
+  } else {
+    sharing = decide_gpu_sharing(local_size, ngpus);
+    if (sharing == GPU_TOO_FEW)
+      transport_too_few_gpus(local_rank, local_size, ngpus);
+    if (sharing == GPU_TOO_FEW || sharing == GPU_SHARING_BAD)
+      problem = EXIT_USAGE;
+  }
+  int worst = transport_worst(problem);
+  if (worst != EXIT_SUCCESS) {
+    if (problem == EXIT_SUCCESS && gpu_err == cudaSuccess &&
+        count_fits(opts->count, nranks))
+      print_error("stopping: another rank has no GPU of its own (see its"
+                  " message)\n");
+    return worst;
+  }
+  if (sharing == GPU_SHARED) {
+    /* Every process sets its own NCCL_MAX_CTAS; the first says so. */
+    if (first)
+      say_gpus_shared(local_size, ngpus);
+    fit_shared_gpu_kernels(local_size, ngpus, local_rank % ngpus, first);
+  }
+  return EXIT_SUCCESS;
+}
+
+int run_example(int argc, char *argv[], const example_desc *example)
+{
+  transport_start(&argc, &argv);
+  int first = transport_process() == 0;
+  example_options opts;
+  int status = EXIT_SUCCESS;
+  switch (parse_options(argc, argv, &opts, !first)) {
+  case PARSE_HELP: status = EXIT_SUCCESS; goto done;
+  case PARSE_BAD: status = EXIT_USAGE; goto done;
+  case PARSE_OK: break;
+  }
+  set_program_name(opts.prog);
+
+  int ngpus = 0, nranks = 0;
+  cudaError_t gpu_err = count_gpus(&ngpus);
+  status = transport_rank_count(gpu_err == cudaSuccess ? ngpus : -1, &nranks);
+  if (status == EXIT_SUCCESS)
+    status = check_job(&opts, nranks, ngpus, gpu_err);
+  if (status != EXIT_SUCCESS)
+    goto done;
+
+  if (first) {
+    transport_banner(nranks, ngpus);
+    fflush(stdout);
+  }
+  status = run_ranks(nranks, ngpus, &opts, run_rank, example);
+  if (first && status == EXIT_SUCCESS)
+    printf("\nAll NCCL communicators finalized successfully!\n");
+
+done:
+  fflush(stdout);
+  transport_stop();
+  return status;
+}

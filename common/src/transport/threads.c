@@ -1,0 +1,187 @@
+/* The pthread transport: ranks are threads of this process. Their shared
+ * state lives in a run_state owned by run_ranks, handed to each rank
+ * through its ctx. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bootstrap.h"
+#include "checks.h"
+#include "options.h"
+#include "requirements.h"
+#include "transport.h"
+
+struct run_state {
+  int nranks;
+  pthread_barrier_t barrier;
+  ncclUniqueId id;      /* broadcast slot */
+  unsigned char *slots; /* gather slots: nranks * RANK_GATHER_MAX */
+  int *values;          /* one int per rank for rank_max */
+};
+
+static void wait_all(run_state *run)
+{
+  int err = pthread_barrier_wait(&run->barrier);
+  if (err != 0 && err != PTHREAD_BARRIER_SERIAL_THREAD) {
+    print_error("pthread_barrier_wait failed: %s\n", strerror(err));
+    job_abort(1);
+  }
+}
+
+void util_broadcast(int root, const rank_ctx *ctx, ncclUniqueId *id)
+{
+  run_state *run = ctx->run;
+  if (ctx->rank == root)
+    run->id = *id;
+  wait_all(run);
+  if (ctx->rank != root)
+    *id = run->id;
+  wait_all(run); /* the slot may be reused only after everyone has read it */
+}
+
+void rank_gather(const rank_ctx *ctx, const void *mine, size_t size, void *all)
+{
+  run_state *run = ctx->run;
+  memcpy(run->slots + (size_t)ctx->rank * RANK_GATHER_MAX, mine, size);
+  wait_all(run);
+  if (ctx->rank == 0)
+    for (int r = 0; r < run->nranks; r++)
+      memcpy((unsigned char *)all + (size_t)r * size,
+             run->slots + (size_t)r * RANK_GATHER_MAX, size);
+  wait_all(run);
+}
+
+int rank_max(const rank_ctx *ctx, int value)
+{
+  run_state *run = ctx->run;
+  run->values[ctx->rank] = value;
+  wait_all(run);
+  int max = run->values[0];
+  for (int r = 1; r < run->nranks; r++)
+    if (run->values[r] > max)
+      max = run->values[r];
+  wait_all(run);
+  return max;
+}
+
+_Noreturn void job_abort(int status)
+{
+  fflush(stdout);
+  fflush(stderr);
+  /* _exit, not exit: other rank threads may be inside CUDA or NCCL, and
+   * running the libraries' exit handlers under them can hang. */
+  _exit(status);
+}
+
+typedef struct rank_thread {
+  pthread_t thread;
+  rank_ctx ctx;
+  example_fn fn;
+  int status;
+} rank_thread;
+
+static void *rank_main(void *arg)
+{
+  rank_thread *t = arg;
+  set_error_rank(t->ctx.rank);
+  t->status = t->fn(&t->ctx);
+  return NULL;
+}
+
+int run_ranks(int nranks, int ngpus, const example_options *opts, example_fn fn,
+              const example_desc *example)
+{
+  run_state run = {.nranks = nranks};
+  run.slots = host_calloc((size_t)nranks, RANK_GATHER_MAX);
+  run.values = host_calloc((size_t)nranks, sizeof(int));
+  rank_thread *threads = host_calloc((size_t)nranks, sizeof(rank_thread));
+  int err = pthread_barrier_init(&run.barrier, NULL, (unsigned)nranks);
+  if (err != 0) {
+    print_error("pthread_barrier_init failed: %s\n", strerror(err));
+    job_abort(1);
+  }
+
+  for (int r = 0; r < nranks; r++) {
+    threads[r].ctx = (rank_ctx){.rank = r,
+                                .nranks = nranks,
+                                .device = r % ngpus,
+                                .ngpus = ngpus,
+                                .gpu_shared = nranks > ngpus,
+                                .ranks_are_threads = 1,
+                                .opts = opts,
+                                .example = example,
+                                .run = &run};
+    threads[r].fn = fn;
+    err = pthread_create(&threads[r].thread, NULL, rank_main, &threads[r]);
+    if (err != 0) {
+      /* Threads already started would wait forever for this one. */
+      print_error("pthread_create for rank %d failed: %s\n", r, strerror(err));
+      job_abort(1);
+    }
+  }
+  int status = 0;
+  for (int r = 0; r < nranks; r++) {
+    pthread_join(threads[r].thread, NULL);
+    if (threads[r].status > status)
+      status = threads[r].status;
+  }
+
+  pthread_barrier_destroy(&run.barrier);
+  free(threads);
+  free(run.values);
+  free(run.slots);
+  return status;
+}
+
+/* ------------------------------------------------ for the driver */
+
+void transport_start(int *argc, char ***argv)
+{
+  (void)argc;
+  (void)argv;
+  on_fatal_error(job_abort);
+}
+
+void transport_stop(void) {}
+
+int transport_process(void) { return 0; }
+
+int transport_rank_count(int ngpus, int *nranks)
+{
+  const char *env = getenv("NTHREADS");
+  *nranks = ngpus;
+  if (env == NULL || parse_thread_count(env, nranks) == 0)
+    return 0;
+  if (ngpus > 0)
+    print_error("invalid NTHREADS='%s': use a whole number from 1 to %d"
+                " (the number of visible GPUs)\n",
+                env, ngpus);
+  else
+    print_error("invalid NTHREADS='%s': use a whole number from 1 to"
+                " the number of visible GPUs\n",
+                env);
+  return EXIT_USAGE;
+}
+
+void transport_node(int nranks, int *local_rank, int *local_size)
+{
+  *local_rank = 0;
+  *local_size = nranks;
+}
+
+int transport_worst(int value) { return value; }
+
+void transport_too_few_gpus(int local_rank, int local_size, int ngpus)
+{
+  (void)local_rank;
+  print_error("NTHREADS=%d asks for more ranks than GPUs: %d visible;"
+              " one rank per GPU, so use NTHREADS=1..%d%s\n",
+              local_size, ngpus, ngpus, shared_gpu_hint());
+}
+
+void transport_banner(int nranks, int ngpus)
+{
+  printf("Creating %d threads for %d devices\n", nranks, ngpus);
+}
