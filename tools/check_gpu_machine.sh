@@ -6,7 +6,8 @@
 # NCCL's own log of what it chose, and --bench --overlap with 2 and 4 ranks
 # sharing the GPUs. Writes everything to DIR (default ./gpu-logs) and prints
 # the summary lines.
-#   [NCCL_HOME=dir] tools/check_gpu_machine.sh [DIR]
+#   [NCCL_HOME=dir] [CHECK_BENCH=0] tools/check_gpu_machine.sh [DIR]
+# CHECK_BENCH=0 leaves out the two --bench runs per program (about a minute).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 out=${1:-gpu-logs}
@@ -60,6 +61,7 @@ for p in allreduce_sm allgather_ce; do
   echo "NCCL TUNING log $p, 2 ranks sharing a GPU: exit $?"
   grep -m 2 -h '\[Symmetric\]\|\[Copy Engine\]' "$log" | sed 's/^/  /'
   for n in 2 4; do
+    [ "${CHECK_BENCH:-1}" = 0 ] && break
     log=$out/bench-$p-$n-shared
     start=$(date +%s)
     NTHREADS=$n timeout -k 5 "$limit" "tests/build/real-pthread/$p" --bench --overlap --csv "$log.csv" >"$log.txt" 2>&1
