@@ -9,6 +9,7 @@
   a LINE of PROG's main.c that holds CALL.
 Prints one line per problem; exits 1 if there is any.
 """
+import difflib
 import os
 import re
 import subprocess
@@ -25,7 +26,8 @@ def tracked(pattern):
     checkout, else every such file outside build folders."""
     out = subprocess.run(["git", "ls-files", pattern], cwd=ROOT, capture_output=True, text=True)
     if out.returncode == 0 and out.stdout.strip():
-        return out.stdout.split()
+        # A copy of the tree whose git index is older may list removed files.
+        return [p for p in out.stdout.split() if os.path.exists(os.path.join(ROOT, p))]
     found = []
     for folder, dirs, files in os.walk(ROOT):
         dirs[:] = [d for d in dirs if not d.startswith(".") and d not in ("build", "gpu-logs")]
@@ -84,7 +86,9 @@ def main():
                 checked += 1
                 got = run_sim(m.group(1), int(m.group(2)))
                 if got != lines:
-                    problems.append(f"{doc}: expected output of {m.group(1)} on {m.group(2)} ranks differs from the program's")
+                    problems.append(f"{doc}: expected output of {m.group(1)} on {m.group(2)} ranks differs from the program's:")
+                    problems += [f"  {line}" for line in difflib.unified_diff(
+                        lines, got, "README", "program", lineterm="", n=1)]
             if lang == "c":
                 checked += 1
                 chunks, chunk = [], []

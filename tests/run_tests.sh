@@ -610,10 +610,24 @@ for n in 1 3 8; do
 done
 
 # ------------------------------------------ lifecycle rules are enforced
-for rule in window-on-ncclMemAlloc window-alignment symmetric-registration \
-  collective-calls buffers-inside-allocations deregister-before-free \
-  deregister-before-destroy free-with-ncclMemFree one-rank-per-device no-leaks \
-  shared-gpu-legacy-stream; do
+# Every rule the simulation enforces has a deliberately wrong program.
+SIM_RULES=$(python3 - tests/sim/sim.c <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+rules = set(re.findall(r'violation\(\s*[^,()]+,\s*"([a-z][a-zA-Z-]*)"', text))
+rules |= set(re.findall(r'"ncclsim: RULE VIOLATION \[([a-z][a-zA-Z-]*)\]', text))
+print(" ".join(sorted(rules)))
+PY
+)
+RULE_PROGRAMS=$("$B/sim-pthread/rules" 2>&1 | sed -n 's/^usage: rules CASE, one of: //p' | tr ' ' '\n' | sort | paste -sd' ')
+if begin rule/every-rule-has-a-wrong-program; then
+  run true
+  [ -n "$SIM_RULES" ] || why+="no rule found in tests/sim/sim.c; "
+  [ "$SIM_RULES" = "$RULE_PROGRAMS" ] ||
+    why+="rules in sim.c: '$SIM_RULES'; rule programs: '$RULE_PROGRAMS'; "
+  end
+fi
+for rule in $SIM_RULES; do
   if begin "rule/$rule"; then
     SIM_DIR=$TMPDIR SIM_TIMEOUT_MS=1000 run "$B/sim-pthread/rules" "$rule"
     want_status 3

@@ -141,6 +141,46 @@ static int leak(const rank_ctx *ctx)
   return 0;
 }
 
+/* The id is made by each rank on its own instead of broadcast from rank 0:
+ * here rank 1 passes an id that ncclGetUniqueId never made. */
+static int unbroadcast_id(const rank_ctx *ctx)
+{
+  ncclUniqueId id;
+  memset(&id, 0, sizeof id);
+  if (ctx->rank == 0)
+    NCCLCHECK(ncclGetUniqueId(&id));
+  CUDACHECK(cudaSetDevice(ctx->rank));
+  ncclComm_t comm;
+  NCCLCHECK(ncclCommInitRank(&comm, ctx->nranks, id, ctx->rank));
+  return 0;
+}
+
+/* A window larger than the allocation it sits in. */
+static int window_past_allocation(const rank_ctx *ctx)
+{
+  ncclComm_t comm = init_comm(ctx, ctx->rank);
+  void *buf;
+  ncclWindow_t win;
+  NCCLCHECK(ncclMemAlloc(&buf, BYTES));
+  NCCLCHECK(ncclCommWindowRegister(comm, buf, 2 * BYTES, &win,
+                                   NCCL_WIN_COLL_SYMMETRIC));
+  return 0;
+}
+
+/* A window deregistered through a communicator it was not registered on. */
+static int deregister_on_other_comm(const rank_ctx *ctx)
+{
+  ncclComm_t first = init_comm(ctx, ctx->rank);
+  ncclComm_t second = init_comm(ctx, ctx->rank);
+  void *buf;
+  ncclWindow_t win;
+  NCCLCHECK(ncclMemAlloc(&buf, BYTES));
+  NCCLCHECK(
+      ncclCommWindowRegister(first, buf, BYTES, &win, NCCL_WIN_COLL_SYMMETRIC));
+  NCCLCHECK(ncclCommWindowDeregister(second, win));
+  return 0;
+}
+
 /* Two thread ranks on one device (allowed: NCCL 2.30 with the switch on),
  * and a copy on the legacy default stream: this file is built without
  * per-thread default streams, so cudaMemcpy is the legacy one. */
@@ -171,6 +211,9 @@ static const struct {
     {"one-rank-per-device", one_rank_per_device},
     {"no-leaks", leak},
     {"shared-gpu-legacy-stream", legacy_stream_on_shared_gpu},
+    {"unique-id", unbroadcast_id},
+    {"window-inside-allocation", window_past_allocation},
+    {"window-owner", deregister_on_other_comm},
 };
 
 int main(int argc, char *argv[])
