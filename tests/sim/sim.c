@@ -28,12 +28,14 @@
  * its context: a call on the legacy default stream (a program built without
  * per-thread default streams) or cudaDeviceSynchronize there would wait for
  * the other ranks' queued collectives, so it is a rule violation.
- * cuBLAS's SGEMM is accepted and not computed (only --bench --overlap
- * calls it, and its result is not used).
- * A "rank" is the rank of the calling thread's communicator, or its current
- * device before it has one.
+ * cuBLAS's SGEMM (only with HAVE_CUBLAS) is accepted and not computed (only
+ * --bench --overlap calls it, and its result is not used). A "rank" is the rank
+ * of the calling thread's communicator, or its current device before it has
+ * one.
  */
+#if HAVE_CUBLAS
 #include <cublas_v2.h>
+#endif
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -1092,6 +1094,7 @@ ncclResult_t ncclCommAbort(ncclComm_t comm)
   return release_comm(comm, "ncclCommAbort", 0);
 }
 
+#if HAVE_CUBLAS
 /* ------------------------------------------------------------------------
  * cuBLAS (--bench --overlap): accepted, not computed
  * --------------------------------------------------------------------- */
@@ -1133,3 +1136,4 @@ cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa,
   pthread_mutex_unlock(&lock);
   return inside ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
 }
+#endif
