@@ -7,8 +7,14 @@
 # CUDA and NCCL calls they make (tests/sim). With a GPU the real programs run
 # too, on 1..(GPU count) ranks. Logs: tests/build/logs/<case>.{out,err}.
 #
+# Output is TAP: "ok N - name", "not ok N - name: why" (then the case's
+# stderr as "# " lines), "ok N - name # SKIP reason", and the plan "1..N"
+# at the end, before the closing line.
+#
 # TEST_TIMEOUT=s    limit per case (default 60)
 # TEST_FILTER=re    run only cases whose name matches the regular expression
+# TEST_LIST=1       print the names of the cases (those TEST_FILTER keeps)
+#                   without building or running anything
 set -u
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
@@ -16,19 +22,24 @@ B=$ROOT/tests/build
 LOG=$B/logs
 TIMEOUT=${TEST_TIMEOUT:-60}
 FILTER=${TEST_FILTER:-}
+LIST=${TEST_LIST:-}
 unset MAKEFLAGS MFLAGS MAKELEVEL # build the test variants as this script says
-rm -rf "$LOG" "$B/tmp"
+[ -n "$LIST" ] || rm -rf "$LOG" "$B/tmp"
 mkdir -p "$LOG" "$B/tmp"
 export TMPDIR=$B/tmp
 
-passed=0 failed=0 skipped=0
+passed=0 failed=0 skipped=0 number=0
 
 # ---------------------------------------------------------------- helpers
 # begin NAME: starts a case; returns 1 (skip it) if TEST_FILTER excludes it.
 begin() {
   name=$1 why=""
   f=$LOG/${name//[^A-Za-z0-9_.=-]/_} # log file stem
-  [ -z "$FILTER" ] || [[ $name =~ $FILTER ]]
+  [ -z "$FILTER" ] || [[ $name =~ $FILTER ]] || return 1
+  if [ -n "$LIST" ]; then
+    echo "$name"
+    return 1
+  fi
 }
 # run CMD...: runs it with the time limit; sets $status.
 run() {
@@ -58,19 +69,21 @@ want_out_file() { # exact comparison with an expected file
     why+="stdout differs from the expected output (see $f.diff); "
 }
 end() {
+  number=$((number + 1))
   if [ -z "$why" ]; then
     passed=$((passed + 1))
-    echo "PASS  $name"
+    echo "ok $number - $name"
   else
     failed=$((failed + 1))
-    echo "FAIL  $name: $why"
-    sed 's/^/      | /' "$f.err" 2>/dev/null | tail -n 8
+    echo "not ok $number - $name: $why"
+    sed 's/^/#   | /' "$f.err" 2>/dev/null | tail -n 8
   fi
 }
 skip() { # skip NAME REASON
   if begin "$1"; then
+    number=$((number + 1))
     skipped=$((skipped + 1))
-    echo "SKIP  $1: $2"
+    echo "ok $number - $1 # SKIP $2"
   fi
 }
 
@@ -137,18 +150,22 @@ else
   NO_MPI="mpirun/mpicc not found (Debian: apt-get install openmpi-bin libopenmpi-dev)"
 fi
 
-echo "Building test programs ..."
-if ! make -C tests -j"$(nproc)" >"$LOG/build.log" 2>&1; then
-  cat "$LOG/build.log"
-  echo "0 passed, 1 failed, 0 skipped"
-  exit 1
+if [ -z "$LIST" ]; then
+  echo "# Building test programs ..."
+  if ! make -C tests -j"$(nproc)" >"$LOG/build.log" 2>&1; then
+    sed 's/^/# /' "$LOG/build.log"
+    echo "not ok 1 - build: make -C tests failed (see above)"
+    echo "1..1"
+    echo "0 passed, 1 failed, 0 skipped"
+    exit 1
+  fi
 fi
 
 NGPUS=0
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
   NGPUS=$(nvidia-smi -L | grep -c '^GPU ')
 fi
-echo "GPUs visible: $NGPUS; MPI: $([ $HAVE_MPI = 1 ] && echo yes || echo "no ($NO_MPI)")"
+[ -n "$LIST" ] || echo "# GPUs visible: $NGPUS; MPI: $([ $HAVE_MPI = 1 ] && echo yes || echo "no ($NO_MPI)")"
 
 mpi_cases() { # mpi_cases NAME: 0 if MPI cases can run, else reports a skip
   [ $HAVE_MPI = 1 ] && return 0
@@ -654,7 +671,7 @@ if [ "$NGPUS" -gt 0 ]; then
     done
   done
   # Several ranks on one GPU: real NCCL >= 2.30 only.
-  read -r NCCL_CODE GPU_SMS < <("$B/unit/gpu_facts" | sed 's/nccl=\([0-9]*\) sms=\([0-9]*\)/\1 \2/')
+  read -r NCCL_CODE GPU_SMS < <("$B/unit/gpu_facts" 2>/dev/null | sed 's/nccl=\([0-9]*\) sms=\([0-9]*\)/\1 \2/')
   if [ "${NCCL_CODE:-0}" -lt 23000 ]; then
     skip "shared-gpu/gpu/*" "the loaded NCCL (code ${NCCL_CODE:-unknown}) is older than 2.30, which lets ranks share a GPU (build with NCCL_HOME=<NCCL 2.30+>)"
   else
@@ -778,6 +795,7 @@ else
   skip static/cppcheck "cppcheck not installed (Debian: apt-get install cppcheck)"
 fi
 
-echo
+[ -n "$LIST" ] && exit 0
+echo "1..$number"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]

@@ -30,7 +30,7 @@ make test >"$out/make_test.log" 2>&1
 status=$?
 "tests/build/unit/gpu_facts" >>"$out/machine.txt" 2>&1
 cat "$out/machine.txt"
-grep -E '^(FAIL|SKIP)|passed, .* failed' "$out/make_test.log"
+grep -E '^not ok|# SKIP|passed, .* failed' "$out/make_test.log"
 cp -r tests/build/logs "$out/test-logs"
 code=$(sed -n 's/^nccl=\([0-9]*\).*/\1/p' "$out/machine.txt")
 
