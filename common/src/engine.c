@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "checks.h"
+
 #if HAVE_CUPTI
 #include <pthread.h>
 #include <sys/syscall.h>
@@ -114,8 +116,8 @@ static int failed(CUptiResult res, const char *call)
     return 0;
   const char *text = "?";
   cuptiGetResultString(res, &text);
-  fprintf(stderr, "engine probe: %s failed: %s; the engine column says n/a\n",
-          call, text);
+  print_error("engine probe: %s failed: %s; the engine column says n/a\n", call,
+              text);
   broken = 1;
   return 1;
 }

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checks.h"
+
 void print_root(const rank_ctx *ctx, const char *fmt, ...)
 {
   if (ctx->rank != 0)
@@ -21,13 +23,8 @@ void print_ordered_line(const rank_ctx *ctx, const char *line)
   char mine[RANK_GATHER_MAX] = "";
   snprintf(mine, sizeof mine, "%s", line);
   char *all = NULL;
-  if (ctx->rank == 0) {
-    all = malloc((size_t)ctx->nranks * RANK_GATHER_MAX);
-    if (all == NULL) {
-      fprintf(stderr, "print_ordered_line: out of host memory\n");
-      job_abort(1);
-    }
-  }
+  if (ctx->rank == 0)
+    all = host_calloc((size_t)ctx->nranks, RANK_GATHER_MAX);
   rank_gather(ctx, mine, sizeof mine, all);
   if (ctx->rank == 0) {
     for (int r = 0; r < ctx->nranks; r++)
