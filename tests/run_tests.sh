@@ -400,6 +400,21 @@ for variant in sim-pthread sim-mpi; do
       no_violation
       end
     fi
+    c="fault/pthread/$p-bad-NTHREADS-with-gpus"
+    if [ $mode = pthread ] && begin "$c"; then
+      SIM_DEVICES=4 NTHREADS=abc SIM_DIR=$TMPDIR run "$B/sim-pthread/$p" -n $SMALL
+      want_status 2
+      want_err "invalid NTHREADS='abc': use a whole number from 1 to 4 (the number of visible GPUs)"
+      end
+    fi
+    c="fault/mpi/$p-one-rank-without-gpu"
+    if [ $mode = mpi ] && mpi_cases "$c" && begin "$c"; then
+      SIM_DIR=$TMPDIR run "${MPIRUN[@]}" -np 1 env SIM_DEVICES=0 "$B/sim-mpi/$p" -n $SMALL : -np 1 "$B/sim-mpi/$p" -n $SMALL
+      want_failure
+      want_err "rank 0: no usable GPU: cudaGetDeviceCount failed"
+      want_err "rank 1: stopping: another rank has no GPU of its own (see its message)"
+      end
+    fi
     c="fault/$mode/$p-no-gpu"
     if { [ $mode = pthread ] || mpi_cases "$c"; } && begin "$c"; then
       SIM_DEVICES=0 sim_run $variant $p 2
@@ -493,6 +508,20 @@ for p in $PROGRAMS; do
     want_status 1
     want_out "Benchmark results verification failed"
     want_err "wrong result on at least one rank"
+    no_violation
+    end
+  fi
+  if begin "bench/sim-pthread/$p-csv-write-fails"; then
+    sim_run sim-pthread $p 2 --bench -b 4K -e 4K -w 1 -i 2 --csv /dev/full
+    want_status 1
+    want_err "writing --csv /dev/full failed"
+    no_violation
+    end
+  fi
+  if begin "bench/sim-pthread/$p-max-below-one-float-per-rank"; then
+    sim_run sim-pthread $p 2 --bench -b 1 -e 2
+    want_status 2
+    want_err "-e 2 is smaller than one float per rank"
     no_violation
     end
   fi
@@ -780,6 +809,16 @@ if command -v python3 >/dev/null; then
   fi
 else
   skip docs/readmes-match-code "python3 not installed"
+fi
+
+# ------------------------------ every error message has a test case
+if [ -n "$FILTER" ]; then
+  skip coverage/every-error-message-tested "needs the logs of the whole suite (TEST_FILTER is set)"
+elif begin coverage/every-error-message-tested; then
+  run python3 tests/check_messages.py "$LOG"
+  want_status 0
+  [ "$status" = 0 ] || why+="$(grep -v '^check_messages:' "$f.out" | head -n 5 | tr '\n' ' ')"
+  end
 fi
 
 # --------------------------------------------------- static analysis
