@@ -78,8 +78,7 @@ static int check_job(const example_options *opts, int nranks, int ngpus,
   }
   int worst = transport_worst(problem);
   if (worst != EXIT_SUCCESS) {
-    if (problem == EXIT_SUCCESS && gpu_err == cudaSuccess &&
-        count_fits(opts->count, nranks))
+    if (problem == EXIT_SUCCESS) /* this process is fine: say why it stops */
       print_error("stopping: another rank has no GPU of its own (see its"
                   " message)\n");
     return worst;
