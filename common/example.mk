@@ -9,9 +9,10 @@ BUILD_DIR ?= build
 BIN ?= $(PROGRAM)
 
 OBJ_DIR := $(BUILD_DIR)/$(MODE)
-# common/src/*.c, and the one transport of this mode (threads or mpi).
+# common/src/*.c, common/src/bench/*.c (--bench), and the one transport of
+# this mode (threads or mpi).
 OBJS := $(OBJ_DIR)/main.o \
-        $(patsubst $(COMMON_DIR)/src/%.c,$(OBJ_DIR)/common/%.o,$(wildcard $(COMMON_DIR)/src/*.c)) \
+        $(patsubst $(COMMON_DIR)/src/%.c,$(OBJ_DIR)/common/%.o,$(wildcard $(COMMON_DIR)/src/*.c $(COMMON_DIR)/src/bench/*.c)) \
         $(OBJ_DIR)/common/transport/$(TRANSPORT).o
 
 # Switching MPI=0/1 must relink: the binary depends on a file that records
@@ -25,7 +26,9 @@ endif
 .PHONY: all clean install help
 all: $(BIN)
 
-$(BIN): $(OBJS) $(MODE_FILE)
+# Object files and archives named in RUNTIME_LIBS (the tests' simulation)
+# relink the program when they change.
+$(BIN): $(OBJS) $(MODE_FILE) $(wildcard $(filter %.o %.a,$(RUNTIME_LIBS)))
 	@echo "  LD      $@ ($(MODE))"
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(OBJS) $(RUNTIME_LIBS) $(MODE_LIBS) -pthread -lm
 

@@ -518,6 +518,14 @@ for p in $PROGRAMS; do
     no_violation
     end
   fi
+  if begin "bench/sim-pthread/$p-cublas-fails"; then
+    SIM_FAIL=cublasSgemm_v2:1 sim_run sim-pthread $p 2 --bench -b 4K -e 4K -w 1 -i 2 --overlap
+    want_status 1
+    want_err "rank 1: overlap.c:"
+    want_err "cublasSgemm(g->handle"
+    want_err "failed: cuBLAS status 13"
+    end
+  fi
   if begin "bench/sim-pthread/$p-max-below-one-float-per-rank"; then
     sim_run sim-pthread $p 2 --bench -b 1 -e 2
     want_status 2

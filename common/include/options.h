@@ -14,7 +14,7 @@ typedef struct example_options {
   const char *prog; /* program name for messages */
   size_t count;     /* elements per rank (-n/--count) */
 
-  /* --bench: measure over a range of message sizes (common/src/bench.c) */
+  /* --bench: measure over a range of message sizes (common/src/bench/) */
   int bench;
   size_t min_bytes, max_bytes; /* -b, -e: message sizes, bytes */
   unsigned factor;             /* -f: next size = size * factor */

@@ -1105,6 +1105,8 @@ struct cublasContext {
 
 cublasStatus_t cublasCreate_v2(cublasHandle_t *handle)
 {
+  if (injected_failure("cublasCreate_v2"))
+    return CUBLAS_STATUS_NOT_INITIALIZED;
   *handle = calloc(1, sizeof **handle);
   return *handle ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_ALLOC_FAILED;
 }
@@ -1129,6 +1131,8 @@ cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa,
 {
   (void)handle, (void)transa, (void)transb, (void)alpha, (void)beta;
   (void)lda, (void)ldb, (void)ldc;
+  if (injected_failure("cublasSgemm_v2"))
+    return CUBLAS_STATUS_EXECUTION_FAILED;
   pthread_mutex_lock(&lock);
   int inside = find_alloc(A, (size_t)m * k * 4) &&
                find_alloc(B, (size_t)k * n * 4) &&

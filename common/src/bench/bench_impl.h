@@ -1,0 +1,186 @@
+/*
+ * Inside --bench (common/src/bench/): what the files share. The public entry
+ * point is run_bench() in common/include/bench.h.
+ *
+ *   collectives.c  the table: what differs between the AllReduce and the
+ *                  AllGather (the only place that knows which is which)
+ *   modes.c        communicators, buffers and windows for each mode
+ *   timing.c       the one timing routine: N operations between two events
+ *   roofline.c     the copy bandwidth every result is compared with
+ *   measure.c      one size and mode: time, verify, which engine ran it
+ *   report.c       the table and the CSV, from one list of columns
+ *   overlap.c      --overlap: the collective beside an SGEMM (cuBLAS)
+ *   run.c          run_bench: setup, the size sweep, summary, teardown
+ */
+#ifndef BENCH_IMPL_H
+#define BENCH_IMPL_H
+
+#include <stdio.h>
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include "bench.h"
+
+#define MAX_MODES       3
+#define MAX_COMMS       2
+#define ATTRIBUTION_OPS 3 /* operations watched by CUPTI, apart from timing */
+
+/* ------------------------------------------------------ collectives.c */
+
+/* One way of running the collective: on which communicator, with windows
+ * or not. */
+typedef struct mode_spec {
+  const char *name;
+  int comm;    /* index into bench_coll.comms */
+  int windows; /* register both buffers as symmetric windows */
+} mode_spec;
+
+/* A communicator the modes share: its CTAPolicy and, for the setup line,
+ * what to call its init time. */
+typedef struct comm_spec {
+  int cta_policy;
+  const char *label;
+} comm_spec;
+
+typedef struct bench_coll {
+  const char *title;      /* "sum AllReduce": in the header */
+  const char *modes_text; /* what the modes are: in the header */
+  const char *size_text;  /* what "size" means: in the header */
+  /* Elements per rank for a message of `bytes` on nranks ranks. */
+  size_t (*count_for)(size_t bytes, int nranks);
+  /* Elements of one rank's result when each rank sends `count`. */
+  size_t (*result_count)(size_t count, int nranks);
+  /* NCCL's perf-test bus bandwidth factor: busbw = algbw * factor. */
+  double (*bus_factor)(int nranks);
+  void (*run)(const void *send, void *recv, size_t count, ncclComm_t comm,
+              cudaStream_t stream);
+  /* Wrong elements in `result`, when rank r sent `count` floats of value r. */
+  size_t (*count_wrong)(const float *result, size_t count, int nranks);
+  int ncomms, nmodes;
+  comm_spec comms[MAX_COMMS];
+  mode_spec modes[MAX_MODES]; /* the last one is the baseline */
+} bench_coll;
+
+const bench_coll *bench_coll_of(enum bench_collective coll);
+
+/* ------------------------------------------------------------ state */
+
+/* A mode once set up: two buffers from ncclMemAlloc at the largest size
+ * and, if the mode uses them, symmetric windows on them. */
+typedef struct mode {
+  const mode_spec *spec;
+  ncclComm_t comm;
+  void *send, *recv;
+  ncclWindow_t send_win, recv_win;
+  double register_ms; /* both registrations, slowest rank */
+  double max_us;      /* time per operation at the largest size */
+  double peak_algbw, peak_busbw;
+  size_t peak_bytes; /* where busbw peaked (algbw with one rank) */
+} mode;
+
+/* What one size and mode measured; on rank 0, the worst over all ranks. */
+typedef struct result {
+  double us;            /* time per operation */
+  long kernels, copies; /* per ATTRIBUTION_OPS operations; -1: not known */
+  int wrong;            /* some rank's result was wrong */
+} result;
+
+typedef struct bench {
+  const rank_ctx *ctx;
+  const example_options *opts;
+  const bench_coll *coll;
+  cudaStream_t stream;
+  cudaEvent_t start, stop;
+  ncclComm_t comms[MAX_COMMS];
+  double init_ms[MAX_COMMS]; /* communicator init, slowest rank */
+  mode modes[MAX_MODES];
+  int nmodes;
+  int engine_known;          /* CUPTI records are available */
+  size_t max_count;          /* floats per rank at the largest size */
+  float *host;               /* room for one whole result */
+  FILE *csv;                 /* rank 0 only; NULL without --csv */
+  int csv_errno;             /* why the first CSV write failed (0: none) */
+  int roof_peer;             /* device the roofline copies to (rank 0 only) */
+  void *roof_src, *roof_dst; /* its buffers, at the largest size */
+} bench;
+
+/* ----------------------------------------------------------- modes.c */
+
+/* Collective: creates the table's communicators, then every mode's buffers
+ * (and windows). */
+void modes_setup(bench *b);
+/* Collective: windows, buffers, then communicators. */
+void modes_teardown(bench *b);
+
+/* ---------------------------------------------------------- timing.c */
+
+typedef void (*bench_op)(void *arg);
+
+/* Queues `warmup` operations, then `iters` between the events start and
+ * stop, on `stream`. No host synchronisation inside. */
+void time_ops(cudaStream_t stream, cudaEvent_t start, cudaEvent_t stop,
+              int warmup, int iters, bench_op op, void *arg);
+/* Waits for stop; returns the time per operation, in us. */
+double time_per_op_us(cudaEvent_t start, cudaEvent_t stop, int iters);
+
+/* Milliseconds on the host's monotonic clock. */
+double wall_ms(void);
+/* Collective: the largest value any rank passed, on rank 0. */
+double slowest(const rank_ctx *ctx, double value);
+
+/* -------------------------------------------------------- roofline.c */
+
+/* Rank 0 allocates (before any communicator exists) and frees (after every
+ * rank's communicators are gone) the roofline's buffers. */
+void roofline_alloc(bench *b, size_t max_bytes);
+void roofline_free(bench *b);
+/* What the roofline copies between, for the header. */
+const char *roofline_text(const bench *b);
+/* Time of one roofline copy of `bytes`, in us, on rank 0 (0 elsewhere). */
+double roofline_us(const bench *b, size_t bytes);
+
+/* --------------------------------------------------------- measure.c */
+
+/* Collective: times, verifies and attributes one size and mode. */
+result measure(bench *b, const mode *m, size_t count);
+
+/* One collective of `count` elements per rank in mode m, as a bench_op. */
+typedef struct coll_op {
+  const bench *b;
+  const mode *m;
+  size_t count;
+} coll_op;
+void collective_op(void *arg);
+
+/* ---------------------------------------------------------- report.c */
+
+/* One line of results: a size in one mode (overlap rows use fewer cells;
+ * a NaN or NULL cell is empty). */
+typedef struct row {
+  const char *mode;
+  size_t bytes, count;
+  double us, algbw, busbw, roof, pct;
+  char engine[48];
+  double kernels, copies, speedup;
+  double coll_slowdown, gemm_slowdown;
+} row;
+
+/* The table's header lines (rank 0) and the CSV's heading. */
+void report_header(bench *b);
+/* One size: fills rows[i] for every mode from res, prints the table line
+ * and writes the CSV lines (rank 0). */
+void report_size(bench *b, size_t bytes, size_t count, double roof_us,
+                 const result *res, row *rows);
+/* One CSV line for an overlap row (rank 0). */
+void report_csv_row(bench *b, const row *r);
+/* Closes the CSV; returns 1 if every write to it succeeded, else says why
+ * on stderr and returns 0. 1 without --csv. */
+int report_csv_close(bench *b);
+
+/* --------------------------------------------------------- overlap.c */
+
+/* Collective: --overlap at the largest size. */
+void measure_overlap(bench *b, size_t bytes, size_t count);
+
+#endif

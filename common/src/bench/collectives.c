@@ -1,0 +1,119 @@
+/* The two collectives --bench measures: everything that differs between
+ * them is in this table, so no other file asks which one it is. */
+#include "bench_impl.h"
+
+#include "checks.h"
+#include "verify.h"
+
+/* ---------------------------------------------------------- AllReduce */
+
+/* The AllReduce message is one rank's buffer. */
+static size_t allreduce_count_for(size_t bytes, int nranks)
+{
+  (void)nranks;
+  return bytes / sizeof(float);
+}
+
+static size_t allreduce_result_count(size_t count, int nranks)
+{
+  (void)nranks;
+  return count;
+}
+
+/* Each rank's links carry 2(n-1)/n of the message (reduce-scatter, then
+ * all-gather). */
+static double allreduce_bus_factor(int nranks)
+{
+  return 2.0 * (nranks - 1) / nranks;
+}
+
+static void allreduce_run(const void *send, void *recv, size_t count,
+                          ncclComm_t comm, cudaStream_t stream)
+{
+  NCCLCHECK(ncclAllReduce(send, recv, count, ncclFloat, ncclSum, comm, stream));
+}
+
+/* Every element is 0 + 1 + ... + (n-1). */
+static size_t allreduce_count_wrong(const float *result, size_t count,
+                                    int nranks)
+{
+  size_t first = 0;
+  float sum = (float)nranks * (float)(nranks - 1) / 2;
+  return count_mismatches(result, count, sum, &first);
+}
+
+/* ---------------------------------------------------------- AllGather */
+
+/* The AllGather message is the whole gathered result. */
+static size_t allgather_count_for(size_t bytes, int nranks)
+{
+  return bytes / sizeof(float) / (size_t)nranks;
+}
+
+static size_t allgather_result_count(size_t count, int nranks)
+{
+  return count * (size_t)nranks;
+}
+
+/* Each rank receives the (n-1)/n of the result it did not send. */
+static double allgather_bus_factor(int nranks)
+{
+  return (double)(nranks - 1) / nranks;
+}
+
+static void allgather_run(const void *send, void *recv, size_t count,
+                          ncclComm_t comm, cudaStream_t stream)
+{
+  NCCLCHECK(ncclAllGather(send, recv, count, ncclFloat, comm, stream));
+}
+
+/* Segment r holds rank r's value everywhere. */
+static size_t allgather_count_wrong(const float *result, size_t count,
+                                    int nranks)
+{
+  size_t first = 0, wrong = 0;
+  for (int r = 0; r < nranks; r++)
+    wrong +=
+        count_mismatches(result + (size_t)r * count, count, (float)r, &first);
+  return wrong;
+}
+
+/* -------------------------------------------------------------- table */
+
+static const bench_coll allreduce = {
+    .title = "sum AllReduce",
+    .modes_text = "sym = symmetric windows; plain = ncclMemAlloc buffers, no"
+                  " windows",
+    .size_text = "bytes per rank",
+    .count_for = allreduce_count_for,
+    .result_count = allreduce_result_count,
+    .bus_factor = allreduce_bus_factor,
+    .run = allreduce_run,
+    .count_wrong = allreduce_count_wrong,
+    .ncomms = 1,
+    .comms = {{NCCL_CTA_POLICY_DEFAULT, "communicator init"}},
+    .nmodes = 2,
+    .modes = {{"sym", 0, 1}, {"plain", 0, 0}},
+};
+
+static const bench_coll allgather = {
+    .title = "AllGather",
+    .modes_text = "ce = CTAPolicy ZERO + symmetric windows; sym = default"
+                  " policy + windows; plain = default policy, no windows",
+    .size_text = "bytes gathered per rank",
+    .count_for = allgather_count_for,
+    .result_count = allgather_result_count,
+    .bus_factor = allgather_bus_factor,
+    .run = allgather_run,
+    .count_wrong = allgather_count_wrong,
+    .ncomms = 2,
+    .comms = {{NCCL_CTA_POLICY_DEFAULT, "communicator init"},
+              {NCCL_CTA_POLICY_ZERO, "with CTAPolicy ZERO"}},
+    .nmodes = 3,
+    .modes = {{"ce", 1, 1}, {"sym", 0, 1}, {"plain", 0, 0}},
+};
+
+const bench_coll *bench_coll_of(enum bench_collective coll)
+{
+  return coll == BENCH_ALLGATHER ? &allgather : &allreduce;
+}

@@ -1,0 +1,80 @@
+/* The modes' communicators, buffers and windows, set up once at the
+ * largest size: registering per size would exhaust NCCL's symmetric
+ * address space. */
+#include "bench_impl.h"
+
+#include <stdlib.h>
+
+#include "checks.h"
+#include "output.h"
+#include "requirements.h"
+#include "verify.h"
+
+/* Collective: a communicator of every rank with this CTAPolicy. */
+static ncclComm_t init_comm(const rank_ctx *ctx, int cta_policy, double *ms)
+{
+  ncclUniqueId id;
+  if (ctx->rank == 0)
+    NCCLCHECK(ncclGetUniqueId(&id));
+  util_broadcast(0, ctx, &id);
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  if (cta_policy != NCCL_CTA_POLICY_DEFAULT)
+    config.CTAPolicy = cta_policy;
+  ncclComm_t comm;
+  double t0 = wall_ms();
+  NCCLCHECK(ncclCommInitRankConfig(&comm, ctx->nranks, id, ctx->rank, &config));
+  *ms = slowest(ctx, wall_ms() - t0);
+  return comm;
+}
+
+/* Collective: a mode's buffers, filled with the rank's number, and its
+ * windows if it has them. */
+static void add_mode(bench *b, const mode_spec *spec)
+{
+  mode *m = &b->modes[b->nmodes++];
+  size_t send_bytes = b->max_count * sizeof(float);
+  size_t recv_bytes =
+      b->coll->result_count(b->max_count, b->ctx->nranks) * sizeof(float);
+  *m = (mode){.spec = spec, .comm = b->comms[spec->comm]};
+  NCCLCHECK(ncclMemAlloc(&m->send, send_bytes));
+  NCCLCHECK(ncclMemAlloc(&m->recv, recv_bytes));
+  float *fill = host_calloc(b->max_count, sizeof(float));
+  fill_floats(fill, b->max_count, (float)b->ctx->rank);
+  CUDACHECK(cudaMemcpy(m->send, fill, send_bytes, cudaMemcpyHostToDevice));
+  free(fill);
+  if (spec->windows) {
+    double t0 = wall_ms();
+    NCCLCHECK(ncclCommWindowRegister(m->comm, m->send, send_bytes, &m->send_win,
+                                     NCCL_WIN_COLL_SYMMETRIC));
+    NCCLCHECK(ncclCommWindowRegister(m->comm, m->recv, recv_bytes, &m->recv_win,
+                                     NCCL_WIN_COLL_SYMMETRIC));
+    m->register_ms = slowest(b->ctx, wall_ms() - t0);
+    report_symmetric_windows(b->ctx, m->send_win, m->recv_win);
+  }
+}
+
+void modes_setup(bench *b)
+{
+  for (int i = 0; i < b->coll->ncomms; i++)
+    b->comms[i] =
+        init_comm(b->ctx, b->coll->comms[i].cta_policy, &b->init_ms[i]);
+  for (int i = 0; i < b->coll->nmodes; i++)
+    add_mode(b, &b->coll->modes[i]);
+}
+
+void modes_teardown(bench *b)
+{
+  for (int i = 0; i < b->nmodes; i++) {
+    mode *m = &b->modes[i];
+    if (m->spec->windows) {
+      NCCLCHECK(ncclCommWindowDeregister(m->comm, m->send_win));
+      NCCLCHECK(ncclCommWindowDeregister(m->comm, m->recv_win));
+    }
+    NCCLCHECK(ncclMemFree(m->send));
+    NCCLCHECK(ncclMemFree(m->recv));
+  }
+  for (int i = 0; i < b->coll->ncomms; i++) {
+    NCCLCHECK(ncclCommFinalize(b->comms[i]));
+    NCCLCHECK(ncclCommDestroy(b->comms[i]));
+  }
+}

@@ -1,0 +1,247 @@
+/* The results, as a table on stdout and as CSV, both written from one list
+ * of columns so that they cannot disagree. */
+#include "bench_impl.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "checks.h"
+#include "output.h"
+
+/* Where a column appears in the table: once per line before the modes,
+ * once per mode, once per mode except the baseline after all modes, or not
+ * at all. Every column is in the CSV, in this list's order. */
+enum place { LINE, PER_MODE, PER_RATIO, CSV_ONLY };
+/* What a cell holds: a row field (TEXT, a char array; SIZE; NUMBER, where
+ * NaN is an empty CSV cell), or the program, the rank count or the mode's
+ * name. */
+enum kind { TEXT, SIZE, NUMBER, PROGRAM, RANKS, MODE };
+
+typedef struct column {
+  const char *csv; /* CSV heading */
+  enum place place;
+  enum kind kind;
+  size_t field;      /* offsetof(row, ...) for TEXT, SIZE and NUMBER */
+  const char *title; /* table heading; NULL: the mode's name */
+  const char *head;  /* printf format of the heading */
+  const char *cell;  /* printf format of a table cell */
+  const char *fmt;   /* printf format of a CSV cell */
+} column;
+
+#define F(name) offsetof(row, name)
+static const column columns[] = {
+    {"program", CSV_ONLY, PROGRAM, 0, "", "", "", "%s"},
+    {"ranks", CSV_ONLY, RANKS, 0, "", "", "", "%d"},
+    {"mode", PER_MODE, MODE, 0, NULL, "%5s", "%5s", "%s"},
+    {"size_bytes", LINE, SIZE, F(bytes), "size(B)", "%12s", "%12zu", "%zu"},
+    {"count", LINE, SIZE, F(count), "count", "%11s", "%11zu", "%zu"},
+    {"time_us", PER_MODE, NUMBER, F(us), "time(us)", "%9s", "%9.2f", "%.3f"},
+    {"algbw_GBps", PER_MODE, NUMBER, F(algbw), "algbw", "%7s", "%7.1f", "%.3f"},
+    {"busbw_GBps", PER_MODE, NUMBER, F(busbw), "busbw", "%7s", "%7.1f", "%.3f"},
+    {"roof_GBps", LINE, NUMBER, F(roof), "roof", "%8s", "%8.1f", "%.3f"},
+    {"pct_roof", PER_MODE, NUMBER, F(pct), "%roof", "%5s", "%5.1f", "%.2f"},
+    {"engine", PER_MODE, TEXT, F(engine), "engine", "%-6s", "%-6s", "%s"},
+    {"kernels", CSV_ONLY, NUMBER, F(kernels), "", "", "", "%.0f"},
+    {"copies", CSV_ONLY, NUMBER, F(copies), "", "", "", "%.0f"},
+    {"speedup_vs_plain", PER_RATIO, NUMBER, F(speedup), NULL, "%s/plain",
+     "%8.2fx", "%.4f"},
+    {"coll_slowdown_pct", CSV_ONLY, NUMBER, F(coll_slowdown), "", "", "",
+     "%.2f"},
+    {"gemm_slowdown_pct", CSV_ONLY, NUMBER, F(gemm_slowdown), "", "", "",
+     "%.2f"},
+};
+#define NCOLUMNS (sizeof columns / sizeof columns[0])
+
+/* A line being built, never longer than its buffer. */
+typedef struct line {
+  char text[1024];
+  size_t len;
+} line;
+
+static void add(line *l, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void add(line *l, const char *fmt, ...)
+{
+  if (l->len >= sizeof l->text)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(l->text + l->len, sizeof l->text - l->len, fmt, ap);
+  va_end(ap);
+  l->len += n > 0 ? (size_t)n : 0;
+}
+
+/* Column c's cell of row r, or its heading when r is NULL. `mode` is the
+ * mode the cell belongs to; `csv` picks the CSV's format. */
+static void add_cell(line *l, const bench *b, const column *c, const row *r,
+                     const char *mode, int csv)
+{
+  const char *fmt = csv ? c->fmt : r ? c->cell : c->head;
+  if (r == NULL) {
+    add(l, fmt, c->title ? c->title : mode);
+    return;
+  }
+  const char *at = (const char *)r + c->field;
+  size_t size;
+  double number;
+  switch (c->kind) {
+  case PROGRAM: add(l, fmt, b->opts->prog); break;
+  case RANKS: add(l, fmt, b->ctx->nranks); break;
+  case MODE: add(l, fmt, csv ? r->mode : ""); break;
+  case TEXT: add(l, fmt, at); break;
+  case SIZE:
+    memcpy(&size, at, sizeof size);
+    add(l, fmt, size);
+    break;
+  case NUMBER:
+    memcpy(&number, at, sizeof number);
+    if (!isnan(number))
+      add(l, fmt, number);
+    break;
+  }
+}
+
+/* One table line: the LINE columns, each mode's PER_MODE columns, then the
+ * PER_RATIO columns of every mode but the baseline. rows is NULL for the
+ * heading. */
+static void print_table_line(const bench *b, const row *rows)
+{
+  line l = {0};
+  const char *sep = "";
+  for (size_t c = 0; c < NCOLUMNS; c++)
+    if (columns[c].place == LINE) {
+      add(&l, "%s", sep);
+      add_cell(&l, b, &columns[c], rows, NULL, 0);
+      sep = " ";
+    }
+  for (int m = 0; m < b->nmodes; m++) {
+    sep = " | ";
+    for (size_t c = 0; c < NCOLUMNS; c++)
+      if (columns[c].place == PER_MODE) {
+        add(&l, "%s", sep);
+        add_cell(&l, b, &columns[c], rows ? &rows[m] : NULL,
+                 b->modes[m].spec->name, 0);
+        sep = " ";
+      }
+  }
+  for (int m = 0; m < b->nmodes - 1; m++)
+    for (size_t c = 0; c < NCOLUMNS; c++)
+      if (columns[c].place == PER_RATIO) {
+        add(&l, " | ");
+        add_cell(&l, b, &columns[c], rows ? &rows[m] : NULL,
+                 b->modes[m].spec->name, 0);
+      }
+  print_root(b->ctx, "%s\n", l.text);
+}
+
+/* One CSV line: every column, comma-separated; the heading when r is NULL. */
+static void write_csv_line(bench *b, const row *r)
+{
+  line l = {0};
+  for (size_t c = 0; c < NCOLUMNS; c++) {
+    add(&l, c ? "," : "");
+    if (r)
+      add_cell(&l, b, &columns[c], r, r->mode, 1);
+    else
+      add(&l, "%s", columns[c].csv);
+  }
+  if (fprintf(b->csv, "%s\n", l.text) < 0 && b->csv_errno == 0)
+    b->csv_errno = errno ? errno : EIO;
+}
+
+void report_header(bench *b)
+{
+  const rank_ctx *ctx = b->ctx;
+  const example_options *o = b->opts;
+  print_root(ctx,
+             "# %s --bench: %d rank(s), float %s, out of place; %d timed"
+             " + %d warm-up operations per size and mode\n",
+             o->prog, ctx->nranks, b->coll->title, o->iters, o->warmup);
+  print_root(ctx, "# modes: %s\n", b->coll->modes_text);
+  print_root(ctx, "# size: %s; roof: %s, measured in this run\n",
+             b->coll->size_text, roofline_text(b));
+  if (ctx->gpu_shared)
+    print_root(ctx,
+               ctx->ranks_are_threads
+                   ? "# %d ranks share %d GPU(s): times are one GPU doing every"
+                     " rank's part, not a link's\n"
+                   : "# WARNING: %d processes share %d GPU(s): without MPS the"
+                     " GPU time-slices between processes, so these times"
+                     " measure that, not NCCL (the pthread build measures)\n",
+               ctx->nranks, ctx->ngpus);
+  print_root(ctx,
+             "# %%roof: %s / roof; engine (CUPTI): CE = copies only,"
+             " SM(k) = k kernels per operation\n",
+             ctx->nranks == 1 ? "algbw" : "busbw");
+  print_table_line(b, NULL);
+  if (b->csv)
+    write_csv_line(b, NULL);
+}
+
+/* What the engine column says about a result. */
+static void engine_text(const result *r, char *buf, size_t size)
+{
+  if (r->kernels < 0)
+    snprintf(buf, size, "n/a");
+  else if (r->kernels == 0 && r->copies == 0)
+    snprintf(buf, size, "none"); /* nothing recorded: say so, claim nothing */
+  else if (r->kernels == 0)
+    snprintf(buf, size, "CE");
+  else
+    snprintf(buf, size, "SM(%g)", (double)r->kernels / ATTRIBUTION_OPS);
+}
+
+void report_size(bench *b, size_t bytes, size_t count, double roof_us,
+                 const result *res, row *rows)
+{
+  const int n = b->ctx->nranks;
+  double roof = roof_us > 0 ? bytes / roof_us / 1e3 : 0;
+  const result *base = &res[b->nmodes - 1];
+  for (int i = 0; i < b->nmodes; i++) {
+    double algbw = bytes / res[i].us / 1e3;
+    double busbw = algbw * b->coll->bus_factor(n);
+    rows[i] = (row){
+        .mode = b->modes[i].spec->name,
+        .bytes = bytes,
+        .count = count,
+        .us = res[i].us,
+        .algbw = algbw,
+        .busbw = busbw,
+        .roof = roof,
+        .pct = roof > 0 ? 100 * (n == 1 ? algbw : busbw) / roof : 0,
+        .kernels = (double)res[i].kernels,
+        .copies = (double)res[i].copies,
+        .speedup = base->us / res[i].us,
+        .coll_slowdown = NAN,
+        .gemm_slowdown = NAN,
+    };
+    engine_text(&res[i], rows[i].engine, sizeof rows[i].engine);
+  }
+  if (b->ctx->rank != 0)
+    return;
+  print_table_line(b, rows);
+  for (int i = 0; b->csv && i < b->nmodes; i++)
+    write_csv_line(b, &rows[i]);
+}
+
+void report_csv_row(bench *b, const row *r)
+{
+  if (b->csv)
+    write_csv_line(b, r);
+}
+
+int report_csv_close(bench *b)
+{
+  if (b->csv == NULL)
+    return 1;
+  int err = b->csv_errno;
+  if (fclose(b->csv) != 0 && err == 0)
+    err = errno;
+  b->csv = NULL;
+  if (err)
+    print_error("writing --csv %s failed: %s\n", b->opts->csv, strerror(err));
+  return err == 0;
+}

@@ -1,0 +1,143 @@
+/* run_bench: set up every mode once, sweep the sizes, print the summary,
+ * tear down in the lesson's order. */
+#include "bench_impl.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "checks.h"
+#include "engine.h"
+#include "output.h"
+
+/* Collective: rank 0 opens --csv; every rank learns whether it could. */
+static int open_csv(bench *b)
+{
+  const rank_ctx *ctx = b->ctx;
+  int ok = 1;
+  if (ctx->rank == 0 && b->opts->csv != NULL) {
+    b->csv = fopen(b->opts->csv, "w");
+    ok = b->csv != NULL;
+    if (!ok)
+      print_error("cannot write --csv %s: %s\n", b->opts->csv, strerror(errno));
+  }
+  return all_ranks_ok(ctx, ok);
+}
+
+/* The best bandwidth a mode reached, to sum up the sweep. With one rank
+ * the algorithm bandwidth is the one that compares with the roofline. */
+static void track_peak(mode *m, const row *r, int nranks)
+{
+  double bw = nranks == 1 ? r->algbw : r->busbw;
+  double peak = nranks == 1 ? m->peak_algbw : m->peak_busbw;
+  if (bw > peak) {
+    m->peak_algbw = r->algbw;
+    m->peak_busbw = r->busbw;
+    m->peak_bytes = r->bytes;
+  }
+}
+
+/* Collective: one size in every mode. Returns 1 if a result was wrong. */
+static int bench_size(bench *b, size_t bytes, size_t count)
+{
+  const rank_ctx *ctx = b->ctx;
+  double roof_us = roofline_us(b, bytes);
+  rank_max(ctx, 0); /* the others wait here, not on the GPU */
+  result res[MAX_MODES];
+  row rows[MAX_MODES];
+  int wrong = 0;
+  for (int i = 0; i < b->nmodes; i++) {
+    res[i] = measure(b, &b->modes[i], count);
+    b->modes[i].max_us = res[i].us;
+    if (res[i].wrong && ctx->rank == 0)
+      print_error("%s at %zu bytes: wrong result on at least one rank\n",
+                  b->modes[i].spec->name, bytes);
+    wrong |= res[i].wrong;
+  }
+  report_size(b, bytes, count, roof_us, res, rows);
+  for (int i = 0; i < b->nmodes; i++)
+    track_peak(&b->modes[i], &rows[i], ctx->nranks);
+  return wrong;
+}
+
+static void print_summary(const bench *b)
+{
+  const rank_ctx *ctx = b->ctx;
+  print_root(ctx, "# peak algbw / busbw (GB/s):");
+  for (int i = 0; i < b->nmodes; i++)
+    print_root(ctx, "%s %s %.1f / %.1f at %zu B", i ? "," : "",
+               b->modes[i].spec->name, b->modes[i].peak_algbw,
+               b->modes[i].peak_busbw, b->modes[i].peak_bytes);
+  print_root(ctx, "\n");
+  print_root(ctx, "# setup (slowest rank):");
+  for (int i = 0; i < b->coll->ncomms; i++)
+    print_root(ctx, "%s %s %.1f ms", i ? "," : "", b->coll->comms[i].label,
+               b->init_ms[i]);
+  for (int i = 0; i < b->nmodes; i++)
+    if (b->modes[i].spec->windows)
+      print_root(ctx, "; %s window registration (send + recv) %.1f ms",
+                 b->modes[i].spec->name, b->modes[i].register_ms);
+  print_root(ctx, "\n");
+}
+
+int run_bench(const rank_ctx *ctx, enum bench_collective collective)
+{
+  const example_options *o = ctx->opts;
+  bench b = {.ctx = ctx, .opts = o, .coll = bench_coll_of(collective)};
+  b.max_count = b.coll->count_for(o->max_bytes, ctx->nranks);
+  if (b.max_count == 0) {
+    if (ctx->rank == 0)
+      print_error("-e %zu is smaller than one float per rank\n", o->max_bytes);
+    return EXIT_USAGE;
+  }
+  if (!open_csv(&b)) {
+    report_csv_close(&b);
+    return EXIT_FAILURE;
+  }
+  size_t max_result = b.coll->result_count(b.max_count, ctx->nranks);
+
+  CUDACHECK(cudaSetDevice(ctx->device));
+  /* Non-blocking streams: work on them never waits for the legacy default
+   * stream, which another rank sharing this GPU might be using. */
+  CUDACHECK(cudaStreamCreateWithFlags(&b.stream, cudaStreamNonBlocking));
+  CUDACHECK(cudaEventCreate(&b.start));
+  CUDACHECK(cudaEventCreate(&b.stop));
+  b.host = host_calloc(max_result, sizeof(float));
+  roofline_alloc(&b, max_result * sizeof(float));
+  modes_setup(&b);
+  b.engine_known = engine_probe_start();
+  if (b.engine_known)
+    engine_probe_stop();
+
+  report_header(&b);
+  int wrong = 0;
+  size_t last_bytes = 0, last_count = 0;
+  for (size_t size = o->min_bytes; size <= o->max_bytes;) {
+    size_t count = b.coll->count_for(size, ctx->nranks);
+    if (count > 0) {
+      last_bytes = b.coll->result_count(count, ctx->nranks) * sizeof(float);
+      last_count = count;
+      wrong |= bench_size(&b, last_bytes, count);
+    }
+    if (size > o->max_bytes / o->factor)
+      break;
+    size *= o->factor;
+  }
+  if (last_count == 0)
+    print_root(ctx, "# no size from -b to -e holds one float per rank\n");
+  print_summary(&b);
+  if (o->overlap && last_count > 0)
+    measure_overlap(&b, last_bytes, last_count);
+
+  modes_teardown(&b);
+  rank_max(ctx, 0); /* every rank's collectives are done: free safely */
+  roofline_free(&b);
+  CUDACHECK(cudaEventDestroy(b.start));
+  CUDACHECK(cudaEventDestroy(b.stop));
+  CUDACHECK(cudaStreamDestroy(b.stream));
+  free(b.host);
+  int csv_ok = report_csv_close(&b);
+  print_root(ctx, wrong ? "Benchmark results verification failed\n"
+                        : "Benchmark results verified correctly\n");
+  return rank_max(ctx, wrong || !csv_ok) ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,50 @@
+/* The one way --bench times GPU work: operations queued between two CUDA
+ * events, with no host synchronisation inside, and the slowest rank's time
+ * reported. The collective, the roofline copy and the SGEMM all use it. */
+#include "bench_impl.h"
+
+#include <stdlib.h>
+#include <time.h>
+
+#include "checks.h"
+
+void time_ops(cudaStream_t stream, cudaEvent_t start, cudaEvent_t stop,
+              int warmup, int iters, bench_op op, void *arg)
+{
+  for (int i = 0; i < warmup; i++)
+    op(arg);
+  CUDACHECK(cudaEventRecord(start, stream));
+  for (int i = 0; i < iters; i++)
+    op(arg);
+  CUDACHECK(cudaEventRecord(stop, stream));
+}
+
+double time_per_op_us(cudaEvent_t start, cudaEvent_t stop, int iters)
+{
+  CUDACHECK(cudaEventSynchronize(stop));
+  float ms = 0;
+  CUDACHECK(cudaEventElapsedTime(&ms, start, stop));
+  return ms * 1e3 / iters;
+}
+
+double wall_ms(void)
+{
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+double slowest(const rank_ctx *ctx, double value)
+{
+  double *values =
+      ctx->rank == 0 ? host_calloc((size_t)ctx->nranks, sizeof value) : NULL;
+  rank_gather(ctx, &value, sizeof value, values);
+  double max = value;
+  if (ctx->rank == 0) {
+    for (int r = 0; r < ctx->nranks; r++)
+      if (values[r] > max)
+        max = values[r];
+    free(values);
+  }
+  return max;
+}
