@@ -1,0 +1,64 @@
+# What the suites share about this machine and the programs, sourced by
+# run_tests.sh after tap.sh: MPI and GPU probing, how to run a simulated
+# or real program, and the expected output (tests/lib/expected_output.py).
+
+PROGRAMS="allreduce_sm allgather_ce"
+SMALL=4096 # floats per rank in the simulated runs: fast, still many pages
+
+HAVE_MPI=0
+if command -v mpirun >/dev/null && command -v mpicc >/dev/null; then
+  HAVE_MPI=1
+  if [ "$(id -u)" = 0 ]; then
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  fi
+  # Containers often forbid the ptrace-based single-copy transport.
+  export OMPI_MCA_btl_vader_single_copy_mechanism=none
+  MPIRUN=(mpirun --oversubscribe)
+else
+  NO_MPI="mpirun/mpicc not found (Debian: apt-get install openmpi-bin libopenmpi-dev)"
+fi
+
+NGPUS=0
+if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
+  NGPUS=$(nvidia-smi -L | grep -c '^GPU ')
+fi
+
+mpi_cases() { # mpi_cases NAME: 0 if MPI cases can run, else reports a skip
+  [ $HAVE_MPI = 1 ] && return 0
+  skip "$1" "$NO_MPI"
+  return 1
+}
+
+# expected PROGRAM NRANKS [ORACLE OPTIONS]: the whole stdout of a good run
+# (--count N, --mode pthread|mpi, --gpus G, --shared-sms S).
+expected() {
+  python3 "$ROOT/tests/lib/expected_output.py" "$@"
+}
+
+# sim_run VARIANT PROGRAM NRANKS [ARGS...]: runs a simulated program on
+# NRANKS ranks (threads, or mpirun for *-mpi variants); sets $status.
+sim_run() {
+  local variant=$1 prog=$2 n=$3
+  shift 3
+  need "programs-$variant"
+  if [[ $variant == asan-mpi ]]; then
+    # LeakSanitizer would list Open MPI's own allocations; the simulation's
+    # leak check still covers every CUDA/NCCL object, and asan-pthread runs
+    # LeakSanitizer over the examples' code.
+    ASAN_OPTIONS=detect_leaks=0 SIM_DIR=$TMPDIR run "${MPIRUN[@]}" -np "$n" "$B/$variant/$prog" "$@"
+  elif [[ $variant == *mpi ]]; then
+    SIM_DIR=$TMPDIR run "${MPIRUN[@]}" -np "$n" "$B/$variant/$prog" "$@"
+  else
+    SIM_DIR=$TMPDIR NTHREADS=$n run "$B/$variant/$prog" "$@"
+  fi
+}
+
+# shared_run VARIANT PROGRAM NRANKS NGPUS VERSION [ARGS...]: sim_run with
+# NGPUS simulated GPUs shared by the ranks, NCCL VERSION (a code: 23007).
+shared_run() {
+  local variant=$1 prog=$2 n=$3 g=$4 v=$5
+  shift 5
+  SIM_DEVICES=$g SIM_NCCL_VERSION=$v NCCL_MULTI_RANK_GPU_ENABLE=1 sim_run "$variant" "$prog" "$n" "$@"
+}
+
+mode_of() { [[ $1 == *mpi ]] && echo mpi || echo pthread; } # VARIANT

@@ -1,0 +1,108 @@
+# The test framework, sourced by run_tests.sh: named cases, assertions, TAP
+# output, and building on demand.
+#
+#   if begin NAME; then      starts a case; false if TEST_FILTER leaves it
+#     need TARGET...         out, or with TEST_LIST (which prints NAME)
+#     run CMD...; want_status 0; want_out TEXT ...
+#   end; fi                  prints "ok N - NAME" or "not ok N - NAME: why"
+#   skip NAME REASON         prints "ok N - NAME # SKIP REASON"
+#
+# Each case's stdout and stderr are in $f.out and $f.err (tests/build/logs).
+# A case may only use what it named with `need` (a target of tests/Makefile),
+# so that a filtered run builds only what its cases use.
+
+passed=0 failed=0 skipped=0 number=0
+BUILT=" " BUILD_FAILED=" "
+
+# begin NAME: starts a case; returns 1 (skip it) if TEST_FILTER excludes it.
+begin() {
+  name=$1 why="" unbuilt=""
+  f=$LOG/${name//[^A-Za-z0-9_.=-]/_} # log file stem
+  [ -z "$FILTER" ] || [[ $name =~ $FILTER ]] || return 1
+  if [ -n "$LIST" ]; then
+    echo "$name"
+    return 1
+  fi
+}
+
+# need TARGET...: builds these targets of tests/Makefile once per run (unit
+# test paths relative to tests/build, programs-VARIANT, real-programs-MODE);
+# a target that does not build fails the case, naming it.
+need() {
+  local t target
+  for t in "$@"; do
+    [[ $BUILT == *" $t "* ]] && continue
+    if [[ $BUILD_FAILED == *" $t "* ]]; then
+      why+="build of $t failed (see $LOG/build.log); "
+      unbuilt=1
+      continue
+    fi
+    target=$t
+    [[ $t == */* ]] && target=$B/$t
+    if make -C "$ROOT/tests" -j"$(nproc)" "$target" >>"$LOG/build.log" 2>&1; then
+      BUILT+="$t "
+    else
+      BUILD_FAILED+="$t "
+      why+="build of $t failed (see $LOG/build.log); "
+      unbuilt=1
+    fi
+  done
+}
+
+# run CMD...: runs it with the time limit; sets $status. A case whose
+# build failed does not run.
+run() {
+  if [ -n "$unbuilt" ]; then
+    status=-1
+    : >"$f.out" >"$f.err"
+    return
+  fi
+  timeout -k 5 "$TIMEOUT" "$@" >"$f.out" 2>"$f.err"
+  status=$?
+}
+want_status() {
+  if [ "$status" = -1 ]; then
+    return # not run: the reason is already in $why
+  elif [ "$status" = 124 ] || [ "$status" = 137 ]; then
+    why+="timed out after ${TIMEOUT}s (hang); "
+  elif [ "$status" != "$1" ]; then
+    why+="exit status $status, wanted $1; "
+  fi
+}
+want_failure() { # any non-zero status that is not a time-out
+  if [ "$status" = -1 ]; then return
+  elif [ "$status" = 124 ] || [ "$status" = 137 ]; then why+="timed out (hang); "
+  elif [ "$status" = 0 ]; then why+="exit status 0, wanted a failure; "; fi
+}
+want_out() { grep -qF -- "$1" "$f.out" || why+="stdout lacks '$1'; "; }
+want_err() { grep -qF -- "$1" "$f.err" || why+="stderr lacks '$1'; "; }
+no_out() { ! grep -qF -- "$1" "$f.out" || why+="stdout has '$1'; "; }
+no_violation() {
+  ! grep -q "ncclsim: \(LEAK\|RULE VIOLATION\)" "$f.err" ||
+    why+="the simulation reported a leak or rule violation; "
+}
+no_sanitizer_report() {
+  ! grep -q "Sanitizer\|runtime error:" "$f.err" || why+="a sanitizer reported; "
+}
+want_out_file() { # exact comparison with an expected file
+  diff -u "$1" "$f.out" >"$f.diff" ||
+    why+="stdout differs from the expected output (see $f.diff); "
+}
+end() {
+  number=$((number + 1))
+  if [ -z "$why" ]; then
+    passed=$((passed + 1))
+    echo "ok $number - $name"
+  else
+    failed=$((failed + 1))
+    echo "not ok $number - $name: $why"
+    sed 's/^/#   | /' "$f.err" 2>/dev/null | tail -n 8
+  fi
+}
+skip() { # skip NAME REASON
+  if begin "$1"; then
+    number=$((number + 1))
+    skipped=$((skipped + 1))
+    echo "ok $number - $1 # SKIP $2"
+  fi
+}

@@ -1,0 +1,38 @@
+# Unit tests of common/ (options, verification, the transports).
+# Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
+
+# ------------------------------------------------------------ unit tests
+if begin unit/options; then need unit/test_options; run "$B/unit/test_options"; want_status 0; end; fi
+if begin unit/verify; then need unit/test_verify; run "$B/unit/test_verify"; want_status 0; end; fi
+for n in 1 2 3 4 5 6 7 8; do
+  if begin "unit/bootstrap-pthread-$n"; then
+    need unit/test_bootstrap
+    run "$B/unit/test_bootstrap" $n
+    want_status 0
+    want_out "line from rank $((n - 1))"
+    [ "$(grep -c '^line from rank' "$f.out")" = $n ] || why+="not $n ordered lines; "
+    [ "$(grep '^line from rank' "$f.out" | awk '{print $4}' | paste -sd,)" = "$(seq -s, 0 $((n - 1)))" ] ||
+      why+="lines not in rank order; "
+    end
+  fi
+  if begin "unit/bootstrap-tsan-$n"; then
+    need unit/test_bootstrap_tsan
+    run "$B/unit/test_bootstrap_tsan" $n
+    want_status 0
+    no_out "WARNING: ThreadSanitizer"
+    ! grep -q "ThreadSanitizer" "$f.err" || why+="ThreadSanitizer reported; "
+    end
+  fi
+done
+for n in 1 2 3 4; do
+  mpi_cases "unit/bootstrap-mpi-$n" || continue
+  if begin "unit/bootstrap-mpi-$n"; then
+    need unit/test_bootstrap_mpi
+    run "${MPIRUN[@]}" -np $n "$B/unit/test_bootstrap_mpi"
+    want_status 0
+    [ "$(grep '^line from rank' "$f.out" | awk '{print $4}' | paste -sd,)" = "$(seq -s, 0 $((n - 1)))" ] ||
+      why+="lines missing or not in rank order; "
+    end
+  fi
+done
+

@@ -1,0 +1,48 @@
+# The real programs, as users built them: options, and no GPU here.
+# Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
+
+# --------------------------------- the real programs: options and no GPU
+for p in $PROGRAMS; do
+  bin=$B/real-pthread/$p
+  if begin "options/$p-help"; then
+    need real-programs-pthread
+    run "$bin" -h; want_status 0; want_out "Usage: $p"; end
+  fi
+  if begin "options/$p-unknown-option"; then
+    need real-programs-pthread
+    run "$bin" --bogus; want_status 2; want_err "unknown option '--bogus'"; want_err "Usage: $p"; end
+  fi
+  for v in 0 abc 2x -5 99999999999999999999999; do
+    if begin "options/$p-count-$v"; then
+      need real-programs-pthread
+      run "$bin" -n "$v"; want_status 2; want_err "invalid count '$v'"; end
+    fi
+  done
+  if begin "options/$p-count-missing"; then
+    need real-programs-pthread
+    run "$bin" -n; want_status 2; want_err "option '-n' needs a value"; end
+  fi
+  for v in abc 2x 0 -1 "" 99999999999 " 2"; do
+    if begin "options/$p-NTHREADS=$v"; then
+      need real-programs-pthread
+      NTHREADS="$v" run "$bin"
+      want_status 2; want_err "invalid NTHREADS='$v'"; want_err "use a whole number from 1 to"
+      end
+    fi
+  done
+  # No GPU: this machine, or a GPU machine with every GPU hidden.
+  if begin "nogpu/$p-pthread"; then
+    need real-programs-pthread
+    CUDA_VISIBLE_DEVICES= run "$bin"
+    want_status 1; want_err "$p: no usable GPU: cudaGetDeviceCount failed:"
+    [ "$(wc -l <"$f.err")" = 1 ] || why+="more than one line on stderr; "
+    end
+  fi
+  if mpi_cases "nogpu/$p-mpi" && begin "nogpu/$p-mpi"; then
+    need real-programs-mpi
+    CUDA_VISIBLE_DEVICES= run "${MPIRUN[@]}" -np 2 "$B/real-mpi/$p"
+    want_status 1; want_err "$p: rank 1: no usable GPU: cudaGetDeviceCount failed:"
+    end
+  fi
+done
+

@@ -1,0 +1,116 @@
+# Simulated faults: failing calls, wrong results, missing GPUs, old NCCL.
+# Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
+
+# ---------------------------------------------------- simulated faults
+collective_of() { [ "$1" = allreduce_sm ] && echo ncclAllReduce || echo ncclAllGather; }
+init_of() { [ "$1" = allreduce_sm ] && echo ncclCommInitRank || echo ncclCommInitRankConfig; }
+for variant in sim-pthread sim-mpi; do
+  mode=${variant#sim-}
+  for p in $PROGRAMS; do
+    for call in ncclMemAlloc ncclCommWindowRegister "$(collective_of $p)" "$(init_of $p)"; do
+      c="fault/$mode/$p-$call-fails-on-rank-2"
+      [ $mode = mpi ] && { mpi_cases "$c" || continue; }
+      if begin "$c"; then
+        SIM_FAIL=$call:2 sim_run $variant $p 4 -n $SMALL
+        want_failure
+        [ $mode = pthread ] && want_status 1
+        want_err "$p: rank 2: main.c:"
+        want_err "$call("
+        want_err "injected failure of $call on rank 2"
+        end
+      fi
+    done
+    for bad in 2 0:0 3:$((SMALL - 1)); do
+      c="fault/$mode/$p-wrong-result-rank-$bad"
+      [ $mode = mpi ] && { mpi_cases "$c" || continue; }
+      if begin "$c"; then
+        SIM_WRONG_RESULT=$bad sim_run $variant $p 4 -n $SMALL
+        want_status 1
+        want_out "  Rank ${bad%%:*}: 1 of"
+        want_out "Results verification failed"
+        want_out "All resources cleaned up successfully"
+        no_out "Results verified correctly"
+        no_out "All NCCL communicators finalized successfully"
+        no_violation
+        end
+      fi
+    done
+    c="fault/$mode/$p-no-symmetric-support"
+    if { [ $mode = pthread ] || mpi_cases "$c"; } && begin "$c"; then
+      SIM_NO_SYMMETRIC=1 sim_run $variant $p 3 -n $SMALL
+      want_status 0
+      for r in 0 1 2; do
+        want_out "  Rank $r: no symmetric window: this communicator has no symmetric-memory support; the collective runs on NCCL's regular path"
+      done
+      want_out "Results verified correctly"
+      no_violation
+      end
+    fi
+    c="fault/$mode/$p-nccl-2.26-too-old"
+    if { [ $mode = pthread ] || mpi_cases "$c"; } && begin "$c"; then
+      SIM_NCCL_VERSION=22605 sim_run $variant $p 2 -n $SMALL
+      want_status 1
+      want_err "NCCL 2.26.5 is too old for"
+      no_out "Starting"
+      no_violation
+      end
+    fi
+    c="fault/pthread/$p-bad-NTHREADS-with-gpus"
+    if [ $mode = pthread ] && begin "$c"; then
+      need programs-sim-pthread
+      SIM_DEVICES=4 NTHREADS=abc SIM_DIR=$TMPDIR run "$B/sim-pthread/$p" -n $SMALL
+      want_status 2
+      want_err "invalid NTHREADS='abc': use a whole number from 1 to 4 (the number of visible GPUs)"
+      end
+    fi
+    c="fault/mpi/$p-one-rank-without-gpu"
+    if [ $mode = mpi ] && mpi_cases "$c" && begin "$c"; then
+      need programs-sim-mpi
+      SIM_DIR=$TMPDIR run "${MPIRUN[@]}" -np 1 env SIM_DEVICES=0 "$B/sim-mpi/$p" -n $SMALL : -np 1 "$B/sim-mpi/$p" -n $SMALL
+      want_failure
+      want_err "rank 0: no usable GPU: cudaGetDeviceCount failed"
+      want_err "rank 1: stopping: another rank has no GPU of its own (see its message)"
+      end
+    fi
+    c="fault/$mode/$p-no-gpu"
+    if { [ $mode = pthread ] || mpi_cases "$c"; } && begin "$c"; then
+      SIM_DEVICES=0 sim_run $variant $p 2
+      want_status 1
+      want_err "no usable GPU: cudaGetDeviceCount failed: no CUDA-capable device is detected (cudaErrorNoDevice)"
+      end
+    fi
+    c="fault/$mode/$p-more-ranks-than-gpus"
+    if { [ $mode = pthread ] || mpi_cases "$c"; } && begin "$c"; then
+      SIM_DEVICES=2 sim_run $variant $p 3 -n $SMALL
+      if [ $mode = pthread ]; then
+        want_status 2
+        want_err "NTHREADS=3 asks for more ranks than GPUs: 2 visible"
+      else
+        want_failure
+        for r in 0 1 2; do want_err "rank $r: node-local rank $r of 3 on"; done
+        want_err "only 2 GPU(s) visible there"
+      fi
+      end
+    fi
+    c="fault/$mode/$p-count-overflows"
+    if { [ $mode = pthread ] || mpi_cases "$c"; } && begin "$c"; then
+      sim_run $variant $p 2 -n 4611686018427387903
+      want_status 2
+      want_err "count 4611686018427387903 is too large for 2 ranks"
+      end
+    fi
+  done
+done
+# CTAPolicy needs 2.28: 2.27 is enough for allreduce_sm but not allgather_ce.
+if begin fault/pthread/allgather_ce-nccl-2.27-too-old; then
+  SIM_NCCL_VERSION=22703 sim_run sim-pthread allgather_ce 2 -n $SMALL
+  want_status 1
+  want_err "NCCL 2.27.3 is too old for the copy-engine policy (CTAPolicy ZERO): needs NCCL >= 2.28.0"
+  end
+fi
+if begin fault/pthread/allreduce_sm-nccl-2.27-enough; then
+  SIM_NCCL_VERSION=22703 sim_run sim-pthread allreduce_sm 2 -n $SMALL
+  want_status 0
+  end
+fi
+

@@ -1,0 +1,106 @@
+# --bench: the table, the CSV, the plot, and its failures.
+# Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
+
+# ------------------------------------------------------------- --bench
+nmodes_of() { [ "$1" = allreduce_sm ] && echo 2 || echo 3; }
+for variant in sim-pthread sim-mpi asan-pthread; do
+  for p in $PROGRAMS; do
+    for n in 1 2 4; do
+      [ $variant = asan-pthread ] && [ $n != 2 ] && continue
+      c="bench/$variant/$p-$n"
+      [[ $variant == *mpi ]] && { mpi_cases "$c" || continue; }
+      begin "$c" || continue
+      sim_run $variant $p $n --bench -b 1K -e 64K -f 4 -w 1 -i 2 --csv "$f.csv" --overlap
+      want_status 0
+      want_out "Benchmark results verified correctly"
+      want_out "# peak algbw / busbw (GB/s):"
+      want_out "# overlap at 65536 B"
+      rows=$(grep -cE '^ +[0-9]+ +[0-9]+ ' "$f.out")
+      [ "$rows" = 4 ] || why+="$rows table rows, wanted 4 (1K 4K 16K 64K); "
+      modes=$(nmodes_of $p)
+      lines=$(wc -l <"$f.csv" 2>/dev/null || echo 0)
+      [ "$lines" = $((1 + 4 * modes + modes)) ] || why+="CSV has $lines lines, wanted $((1 + 5 * modes)); "
+      [ "$(grep -c ',n/a,' "$f.csv" 2>/dev/null)" = $((4 * modes)) ] ||
+        why+="engine column is not n/a without CUPTI; "
+      no_violation
+      end
+    done
+  done
+done
+if command -v gnuplot >/dev/null; then
+  for p in $PROGRAMS; do
+    csv="$LOG/bench_sim-pthread_$p-2.csv"
+    if begin "bench/plot/$p"; then
+      run tools/plot_bench.sh "$csv" "$f.png"
+      want_status 0
+      [ "$(head -c 4 "$f.png" 2>/dev/null | od -An -tx1 | tr -d ' ')" = 89504e47 ] || why+="no PNG written; "
+      end
+    fi
+  done
+  if begin "bench/plot/missing-csv"; then
+    run tools/plot_bench.sh "$LOG/no-such.csv"
+    want_status 1
+    want_err "is empty or missing"
+    end
+  fi
+else
+  skip "bench/plot" "gnuplot not installed (Debian: apt-get install gnuplot-nox)"
+fi
+for p in $PROGRAMS; do
+  if begin "bench/sim-pthread/$p-wrong-result"; then
+    SIM_WRONG_RESULT=1 sim_run sim-pthread $p 2 --bench -b 4K -e 4K -w 1 -i 2
+    want_status 1
+    want_out "Benchmark results verification failed"
+    want_err "wrong result on at least one rank"
+    no_violation
+    end
+  fi
+  if begin "bench/sim-pthread/$p-csv-write-fails"; then
+    sim_run sim-pthread $p 2 --bench -b 4K -e 4K -w 1 -i 2 --csv /dev/full
+    want_status 1
+    want_err "writing --csv /dev/full failed"
+    no_violation
+    end
+  fi
+  if begin "bench/sim-pthread/$p-cublas-fails"; then
+    SIM_FAIL=cublasSgemm_v2:1 sim_run sim-pthread $p 2 --bench -b 4K -e 4K -w 1 -i 2 --overlap
+    want_status 1
+    want_err "rank 1: overlap.c:"
+    want_err "cublasSgemm(g->handle"
+    want_err "failed: cuBLAS status 13"
+    end
+  fi
+  if begin "bench/sim-pthread/$p-max-below-one-float-per-rank"; then
+    sim_run sim-pthread $p 2 --bench -b 1 -e 2
+    want_status 2
+    want_err "-e 2 is smaller than one float per rank"
+    no_violation
+    end
+  fi
+  if begin "bench/sim-pthread/$p-csv-unwritable"; then
+    sim_run sim-pthread $p 2 --bench -b 4K -e 4K --csv /nonexistent-dir/x.csv
+    want_status 1
+    want_err "cannot write --csv /nonexistent-dir/x.csv"
+    no_violation
+    end
+  fi
+  for bad in "-b 64K -e 1K:-b 65536 is larger than -e 1024" "-f 1:invalid -f '1'" \
+    "-i 0:invalid -i '0'" "-b abc:invalid -b 'abc'" "-e 1Q:invalid -e '1Q'" "-w -1:invalid -w '-1'"; do
+    args=${bad%%:*}
+    if begin "bench/options/$p ${args}"; then
+      need real-programs-pthread
+      run "$B/real-pthread/$p" --bench $args
+      want_status 2
+      want_err "${bad#*:}"
+      end
+    fi
+  done
+  if begin "bench/options/$p --csv without --bench"; then
+    need real-programs-pthread
+    run "$B/real-pthread/$p" --csv x.csv
+    want_status 2
+    want_err "option '--csv' only works with --bench"
+    end
+  fi
+done
+

@@ -1,0 +1,99 @@
+# Several ranks on one GPU (NCCL_MULTI_RANK_GPU_ENABLE=1, NCCL >= 2.30).
+# Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
+
+# ------------------------------------------- several ranks on one GPU
+# NCCL >= 2.30 lets ranks share a GPU when NCCL_MULTI_RANK_GPU_ENABLE=1;
+# the simulated GPUs have 132 SMs, like an H200.
+for variant in sim-pthread sim-mpi; do
+  mode=${variant#sim-}
+  for p in $PROGRAMS; do
+    for n in 2 3 4 5 6 7 8; do
+      c="shared-gpu/$mode/$p-$n-ranks-1-gpu"
+      [ $mode = mpi ] && { mpi_cases "$c" || continue; }
+      begin "$c" || continue
+      expected $p $n --count $SMALL --mode $mode --gpus 1 --shared-sms 132 >"$f.expected"
+      shared_run $variant $p $n 1 23007 -n $SMALL
+      want_status 0; want_out_file "$f.expected"; no_violation; end
+    done
+    c="shared-gpu/$mode/$p-3-ranks-2-gpus"
+    if { [ $mode = pthread ] || mpi_cases "$c"; } && begin "$c"; then
+      expected $p 3 --count $SMALL --mode $mode --gpus 2 --shared-sms 132 >"$f.expected"
+      shared_run $variant $p 3 2 23007 -n $SMALL
+      want_status 0; want_out_file "$f.expected"; no_violation; end
+    fi
+    c="shared-gpu/$mode/$p-nccl-2.29-refuses"
+    if { [ $mode = pthread ] || mpi_cases "$c"; } && begin "$c"; then
+      shared_run $variant $p 2 1 22907 -n $SMALL
+      want_failure; [ $mode = pthread ] && want_status 2
+      want_err "NCCL_MULTI_RANK_GPU_ENABLE=1: ranks may share a GPU only with NCCL >= 2.30, and the loaded NCCL is 2.29.7"
+      no_out "Starting"; end
+    fi
+    c="shared-gpu/$mode/$p-without-the-switch"
+    if { [ $mode = pthread ] || mpi_cases "$c"; } && begin "$c"; then
+      SIM_DEVICES=1 SIM_NCCL_VERSION=23007 NCCL_MULTI_RANK_GPU_ENABLE=0 sim_run $variant $p 2 -n $SMALL
+      want_failure; [ $mode = pthread ] && want_status 2
+      want_err "with NCCL >= 2.30, NCCL_MULTI_RANK_GPU_ENABLE=1 lets ranks share a GPU"
+      no_out "Starting"; end
+    fi
+    c="shared-gpu/$mode/$p-switch-not-a-number"
+    if { [ $mode = pthread ] || mpi_cases "$c"; } && begin "$c"; then
+      SIM_DEVICES=1 SIM_NCCL_VERSION=23007 NCCL_MULTI_RANK_GPU_ENABLE=yes sim_run $variant $p 2 -n $SMALL
+      want_failure; [ $mode = pthread ] && want_status 2
+      want_err "invalid NCCL_MULTI_RANK_GPU_ENABLE='yes': NCCL ignores a value that is not a number"
+      end
+    fi
+    c="shared-gpu/$mode/$p-own-NCCL_MAX_CTAS"
+    if { [ $mode = pthread ] || mpi_cases "$c"; } && begin "$c"; then
+      NCCL_MAX_CTAS=8 shared_run $variant $p 4 1 23007 -n $SMALL
+      want_status 0
+      want_out "NCCL_MAX_CTAS=8 (yours): with 4 ranks per GPU it must leave every rank's kernels room"
+      want_out "Results verified correctly"; end
+    fi
+    c="shared-gpu/$mode/$p-ncclCommWindowRegister-fails-on-rank-1"
+    if { [ $mode = pthread ] || mpi_cases "$c"; } && begin "$c"; then
+      SIM_FAIL=ncclCommWindowRegister:1 shared_run $variant $p 4 1 23007 -n $SMALL
+      want_failure; [ $mode = pthread ] && want_status 1
+      want_err "$p: rank 1: main.c:"; want_err "injected failure of ncclCommWindowRegister on rank 1"; end
+    fi
+    c="shared-gpu/$mode/$p-wrong-result-rank-3"
+    if { [ $mode = pthread ] || mpi_cases "$c"; } && begin "$c"; then
+      SIM_WRONG_RESULT=3 shared_run $variant $p 4 1 23007 -n $SMALL
+      want_status 1; want_out "  Rank 3: 1 of"; want_out "Results verification failed"; no_violation; end
+    fi
+    for n in 2 4; do
+      c="shared-gpu/$mode/$p-bench-$n-ranks"
+      [ $mode = mpi ] && { mpi_cases "$c" || continue; }
+      begin "$c" || continue
+      shared_run $variant $p $n 1 23007 --bench -b 1K -e 64K -w 1 -i 2 --overlap
+      want_status 0
+      want_out "roof: copy of that size within GPU 0, which the ranks share"
+      if [ $mode = mpi ]; then
+        want_out "# WARNING: $n processes share 1 GPU(s): without MPS the GPU time-slices between processes"
+      else
+        want_out "# $n ranks share 1 GPU(s): times are one GPU doing every rank's part"
+      fi
+      want_out "Benchmark results verified correctly"; no_violation; end
+    done
+  done
+done
+for n in 2 8; do
+  if begin "shared-gpu/asan-pthread/allgather_ce-$n"; then
+    shared_run asan-pthread allgather_ce $n 1 23007 -n $SMALL
+    want_status 0; want_out "Results verified correctly"; no_violation
+    ! grep -q "Sanitizer\|runtime error:" "$f.err" || why+="a sanitizer reported; "
+    end
+  fi
+  if begin "shared-gpu/tsan-pthread/allreduce_sm-$n"; then
+    shared_run tsan-pthread allreduce_sm $n 1 23007 -n $SMALL
+    want_status 0; want_out "Results verified correctly"
+    ! grep -q "ThreadSanitizer" "$f.err" || why+="ThreadSanitizer reported; "
+    end
+  fi
+done
+for n in 1 3 8; do
+  if begin "shared-gpu/unit/bootstrap-$n-ranks-on-2-gpus"; then
+    need unit/test_bootstrap
+    run "$B/unit/test_bootstrap" $n 2; want_status 0; end
+  fi
+done
+

@@ -1,0 +1,71 @@
+# The Python variants (nccl4py, CuPy, mpi4py).
+# Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
+
+# ------------------------------------------------- the Python variants
+PY_SCRIPTS="01_allreduce/python/allreduce_sm.py 02_allgather/python/allgather_ce.py"
+if command -v python3 >/dev/null; then
+  if begin python/compile; then
+    run python3 -m py_compile $PY_SCRIPTS common/python/example_utils.py
+    want_status 0
+    end
+  fi
+  PYFLAKES=(pyflakes3)
+  command -v pyflakes3 >/dev/null || PYFLAKES=(python3 -m pyflakes)
+  if "${PYFLAKES[@]}" --version >/dev/null 2>&1; then
+    if begin python/pyflakes; then
+      run "${PYFLAKES[@]}" $PY_SCRIPTS common/python/example_utils.py
+      want_status 0
+      end
+    fi
+  else
+    skip python/pyflakes "pyflakes not installed (Debian: apt-get install pyflakes3)"
+  fi
+fi
+PY_REASON=""
+if [ "$NGPUS" = 0 ]; then
+  PY_REASON="no GPU visible"
+elif [ $HAVE_MPI = 0 ]; then
+  PY_REASON="$NO_MPI"
+elif ! python3 -c "import nccl.core, cupy, mpi4py" >"$LOG/python-import.txt" 2>&1; then
+  PY_REASON="nccl4py, cupy or mpi4py does not import: $(tail -n 1 "$LOG/python-import.txt")"
+fi
+# nccl4py loads its own libnccl; with NCCL_HOME set the Python cases preload
+# that NCCL instead, so that they test the NCCL the C programs were built on.
+PY_PRELOAD_LIB=
+if [ -n "${NCCL_HOME:-}" ] && [ -e "$NCCL_HOME/lib/libnccl.so.2" ]; then
+  PY_PRELOAD_LIB=$NCCL_HOME/lib/libnccl.so.2
+fi
+PY_PRELOAD=(-x "LD_PRELOAD=$PY_PRELOAD_LIB")
+PY_SHARED_REASON=$PY_REASON
+if [ -z "$PY_REASON" ]; then
+  py_nccl=$(LD_PRELOAD=$PY_PRELOAD_LIB python3 -c "import nccl.core as n; print(n.get_version().libnccl.version)" 2>&1 | tail -n 1)
+  echo "nccl4py loads libnccl $py_nccl" >>"$LOG/python-import.txt"
+  python3 -c "import sys; from packaging.version import Version as V; sys.exit(V(sys.argv[1]) < V('2.30'))" "$py_nccl" 2>/dev/null ||
+    PY_SHARED_REASON="nccl4py loads libnccl $py_nccl, older than 2.30 (set NCCL_HOME to an NCCL >= 2.30)"
+fi
+for script in $PY_SCRIPTS; do
+  p=$(basename "$script" .py)
+  if [ -n "$PY_REASON" ]; then
+    skip "python/gpu/$p" "$PY_REASON"
+    continue
+  fi
+  for n in $(seq 1 "$NGPUS"); do
+    if begin "python/gpu/$p-$n"; then
+      expected $p $n --mode mpi >"$f.expected"
+      run "${MPIRUN[@]}" "${PY_PRELOAD[@]}" -np $n python3 "$script"
+      want_status 0; want_out_file "$f.expected"; end
+    fi
+  done
+  if [ -n "$PY_SHARED_REASON" ]; then
+    skip "shared-gpu/python/$p" "$PY_SHARED_REASON"
+    continue
+  fi
+  for n in $(seq $((NGPUS + 1)) $((NGPUS * 4 < 8 ? NGPUS * 4 : 8))); do
+    if begin "shared-gpu/python/$p-$n"; then
+      expected $p $n --mode mpi --gpus $NGPUS --shared-sms $GPU_SMS >"$f.expected"
+      NCCL_MULTI_RANK_GPU_ENABLE=1 run "${MPIRUN[@]}" "${PY_PRELOAD[@]}" -np $n python3 "$script"
+      want_status 0; want_out_file "$f.expected"; end
+    fi
+  done
+done
+
