@@ -2,7 +2,12 @@
 """Checks that the READMEs say what the code does.
 
 - A code block after `<!-- expected-output PROGRAM N -->` must equal what
-  PROGRAM prints on N ranks and N visible GPUs (run against the simulation).
+  PROGRAM prints on N ranks and N visible GPUs, both as the oracle
+  (tests/lib/expected_output.py) says and as the simulated program prints.
+- The README's option table names every option the programs accept and no
+  other, with the default count and NTHREADS limit of the code; its
+  exit-status table lists exactly 0, 1 and the EXIT_* codes of
+  common/include.
 - Every ```c block must appear in the sources: its lines, stripped of leading
   blanks, contiguous and in order; a line `/* ... */` skips any lines.
 - A documented error line `PROG: rank R: main.c:LINE: CALL failed` must name
@@ -10,11 +15,15 @@
 Prints one line per problem; exits 1 if there is any.
 """
 import difflib
+import glob
 import os
 import re
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+import expected_output  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIM = os.path.join(ROOT, "tests", "build", "sim-pthread")
@@ -72,6 +81,85 @@ def contains_in_order(source, chunks):
     return True
 
 
+def table(text, heading):
+    """The rows (lists of cells) of the Markdown table whose first heading
+    cell is `heading`."""
+    rows, inside = [], False
+    for line in text.split("\n"):
+        cells = [c.strip() for c in line.strip().strip("|").split("|")] if line.startswith("|") else None
+        if cells and cells[0] == heading:
+            inside = True
+        elif inside and cells is None:
+            break
+        elif inside and not set(cells[0]) <= set("- "):
+            rows.append(cells)
+    return rows
+
+
+def code_options():
+    """The options parse_options accepts: short ones from its getopt
+    string, long ones from its option table."""
+    text = open(os.path.join(ROOT, "common", "src", "options.c")).read()
+    short = re.search(r'getopt_long\(argc, argv, "([^"]+)"', text).group(1)
+    opts = {"-" + c for c in short if c.isalpha()}
+    opts |= {"--" + name for name in re.findall(r'\{"([a-z-]+)",\s*\w+_argument', text)}
+    return opts
+
+
+def header_value(name):
+    for path in glob.glob(os.path.join(ROOT, "common", "include", "*.h")):
+        m = re.search(r"#define " + name + r"\s+(.+)", open(path).read())
+        if m:
+            return re.sub(r"/\*.*", "", m.group(1)).strip()
+    return None
+
+
+def check_tables(problems):
+    """The README's option and exit-status tables against the code."""
+    readme = open(os.path.join(ROOT, "README.md")).read()
+    checks = 0
+    options = table(readme, "option")
+    bench = re.search(r"\./allreduce_sm --bench (.*)", readme)
+    documented = set()
+    for row in options:
+        documented |= set(re.findall(r"(?<![\w-])(--?[a-z][a-z-]*)", row[0]))
+    bench_documented = set(re.findall(r"(?<![\w-])(--?[a-z][a-z-]*)", bench.group(0))) if bench else set()
+    accepted = code_options()
+    checks += 1
+    for opt in sorted(accepted - documented - bench_documented):
+        problems.append(f"README.md: option {opt} is accepted by common/src/options.c but not in the option table"
+                        " or the --bench usage line")
+    for opt in sorted(documented - accepted):
+        problems.append(f"README.md: the option table lists {opt}, which common/src/options.c does not accept")
+    if not options:
+        problems.append("README.md: no table with the heading 'option'")
+    # The defaults and limits the table states.
+    count = header_value("DEFAULT_COUNT")
+    nthreads = header_value("NTHREADS_MAX")
+    for key, value, where in (("--count", count, "default"), ("NTHREADS", nthreads, "up to")):
+        checks += 1
+        try:
+            number = eval(re.sub(r"\(size_t\)", "", value), {}) if value else None
+        except (SyntaxError, NameError):
+            number = None
+        row = next((r for r in options if key in r[0]), None)
+        if number is None or row is None or f"{where} {number}" not in row[1]:
+            problems.append(f"README.md: the option table's {key} row does not say '{where} {number}'"
+                            " (the code's value)")
+    # Exit statuses: 0, 1 and every EXIT_* code of common/include.
+    checks += 1
+    codes = {"0": "EXIT_SUCCESS", "1": "EXIT_FAILURE"}
+    for path in glob.glob(os.path.join(ROOT, "common", "include", "*.h")):
+        for name, value in re.findall(r"#define (EXIT_\w+)\s+(\d+)", open(path).read()):
+            codes[value] = name
+    listed = {row[0] for row in table(readme, "status")}
+    for value in sorted(set(codes) - listed):
+        problems.append(f"README.md: exit status {value} ({codes[value]}) is missing from the exit-status table")
+    for value in sorted(listed - set(codes)):
+        problems.append(f"README.md: the exit-status table lists {value}, which no EXIT_* code in common/include has")
+    return checks
+
+
 def main():
     problems = []
     sources = {p: [l.strip() for l in open(os.path.join(ROOT, p)).read().split("\n")]
@@ -84,11 +172,13 @@ def main():
             m = re.match(r"<!-- expected-output (\S+) (\d+) -->", before.strip())
             if m:
                 checked += 1
-                got = run_sim(m.group(1), int(m.group(2)))
-                if got != lines:
-                    problems.append(f"{doc}: expected output of {m.group(1)} on {m.group(2)} ranks differs from the program's:")
-                    problems += [f"  {line}" for line in difflib.unified_diff(
-                        lines, got, "README", "program", lineterm="", n=1)]
+                prog, n = m.group(1), int(m.group(2))
+                for source, got in (("the oracle", expected_output.expected(prog, n)),
+                                    ("the program", run_sim(prog, n))):
+                    if got != lines:
+                        problems.append(f"{doc}: expected output of {prog} on {n} ranks differs from {source}'s:")
+                        problems += [f"  {line}" for line in difflib.unified_diff(
+                            lines, got, "README", source, lineterm="", n=1)]
             if lang == "c":
                 checked += 1
                 chunks, chunk = [], []
@@ -109,6 +199,7 @@ def main():
                     src = main_lines.get(prog, [])
                     if num > len(src) or call.split("(")[0] not in src[num - 1]:
                         problems.append(f"{doc}: '{prog} main.c:{num}' does not hold {call}")
+    checked += check_tables(problems)
     for p in problems:
         print(p)
     print(f"check_docs: {checked} checks, {len(problems)} problems")

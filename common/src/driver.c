@@ -103,7 +103,6 @@ int run_example(int argc, char *argv[], const example_desc *example)
   case PARSE_BAD: status = EXIT_USAGE; goto done;
   case PARSE_OK: break;
   }
-  set_program_name(opts.prog);
 
   int ngpus = 0, nranks = 0;
   cudaError_t gpu_err = count_gpus(&ngpus);

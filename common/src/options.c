@@ -1,5 +1,7 @@
 #include "options.h"
 
+#include "checks.h"
+
 #include <errno.h>
 #include <getopt.h>
 #include <stdint.h>
@@ -36,8 +38,7 @@ static enum parse_result bad_value(const example_options *opts, int quiet,
                                    const char *allowed)
 {
   if (!quiet) {
-    fprintf(stderr, "%s: invalid %s '%s': %s\n", opts->prog, option, value,
-            allowed);
+    print_error("invalid %s '%s': %s\n", option, value, allowed);
     print_usage(stderr, opts->prog);
   }
   return PARSE_BAD;
@@ -115,6 +116,7 @@ enum parse_result parse_options(int argc, char *argv[], example_options *opts,
       {NULL, 0, NULL, 0},
   };
   const char *slash = strrchr(argv[0], '/');
+  set_program_name(slash ? slash + 1 : argv[0]);
   *opts = (example_options){
       .prog = slash ? slash + 1 : argv[0],
       .count = DEFAULT_COUNT,
@@ -136,9 +138,8 @@ enum parse_result parse_options(int argc, char *argv[], example_options *opts,
     case 'n':
       if (parse_positive(optarg, SIZE_MAX / sizeof(float), &value) != 0) {
         if (!quiet)
-          fprintf(stderr,
-                  "%s: invalid count '%s': use a whole number from 1 to %zu\n",
-                  opts->prog, optarg, SIZE_MAX / sizeof(float));
+          print_error("invalid count '%s': use a whole number from 1 to %zu\n",
+                      optarg, SIZE_MAX / sizeof(float));
         return PARSE_BAD;
       }
       opts->count = (size_t)value;
@@ -188,15 +189,13 @@ enum parse_result parse_options(int argc, char *argv[], example_options *opts,
       break;
     case ':':
       if (!quiet) {
-        fprintf(stderr, "%s: option '%s' needs a value\n", opts->prog,
-                argv[optind - 1]);
+        print_error("option '%s' needs a value\n", argv[optind - 1]);
         print_usage(stderr, opts->prog);
       }
       return PARSE_BAD;
     default:
       if (!quiet) {
-        fprintf(stderr, "%s: unknown option '%s'\n", opts->prog,
-                argv[optind - 1]);
+        print_error("unknown option '%s'\n", argv[optind - 1]);
         print_usage(stderr, opts->prog);
       }
       return PARSE_BAD;
@@ -204,24 +203,23 @@ enum parse_result parse_options(int argc, char *argv[], example_options *opts,
   }
   if (optind < argc) {
     if (!quiet) {
-      fprintf(stderr, "%s: unexpected argument '%s'\n", opts->prog,
-              argv[optind]);
+      print_error("unexpected argument '%s'\n", argv[optind]);
       print_usage(stderr, opts->prog);
     }
     return PARSE_BAD;
   }
   if (!opts->bench && needs_bench != NULL) {
-    if (!quiet)
-      fprintf(stderr, "%s: option '%s' only works with --bench\n", opts->prog,
-              needs_bench);
+    if (!quiet) {
+      print_error("option '%s' only works with --bench\n", needs_bench);
+      print_usage(stderr, opts->prog);
+    }
     return PARSE_BAD;
   }
   if (opts->min_bytes > opts->max_bytes) {
     if (!quiet)
-      fprintf(stderr,
-              "%s: -b %zu is larger than -e %zu: the smallest size must not"
-              " exceed the largest\n",
-              opts->prog, opts->min_bytes, opts->max_bytes);
+      print_error("-b %zu is larger than -e %zu: the smallest size must not"
+                  " exceed the largest\n",
+                  opts->min_bytes, opts->max_bytes);
     return PARSE_BAD;
   }
   return PARSE_OK;
