@@ -18,6 +18,10 @@ for p in $PROGRAMS; do
       run "$bin" -n "$v"; want_status 2; want_err "invalid count '$v'"; end
     fi
   done
+  if begin "options/$p-unexpected-argument"; then
+    need real-programs-pthread
+    run "$bin" 16; want_status 2; want_err "unexpected argument '16'"; want_err "Usage: $p"; end
+  fi
   if begin "options/$p-count-missing"; then
     need real-programs-pthread
     run "$bin" -n; want_status 2; want_err "option '-n' needs a value"; end

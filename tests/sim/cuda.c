@@ -1,0 +1,357 @@
+/* ncclsim: the CUDA runtime calls the examples make (see sim.h). */
+#include "sim.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------
+ * CUDA runtime
+ * --------------------------------------------------------------------- */
+
+int visible_devices(void) { return (int)env_long("SIM_DEVICES", 8); }
+
+/* Does another rank of this process use this thread's device? Then they
+ * share one CUDA context (threads on one GPU). */
+static const struct ncclComm *device_sharer(void)
+{
+  const struct ncclComm *found = NULL;
+  pthread_mutex_lock(&lock);
+  for (const struct ncclComm *c = comms; c && !found; c = c->next)
+    if (c->device == current_device && c->rank != thread_rank)
+      found = c;
+  pthread_mutex_unlock(&lock);
+  return found;
+}
+
+/* The rule for ranks that share a device's context: nothing may wait for
+ * the whole device or the legacy default stream (see the header). */
+static void check_shared_context(const char *call, cudaStream_t stream)
+{
+  if (stream != NULL)
+    return; /* a stream of the program's own */
+  const struct ncclComm *other = device_sharer();
+  if (other != NULL)
+    violation(NULL, "shared-gpu-legacy-stream", call,
+              "rank %d shares device %d with this thread; %s waits for the"
+              " legacy default stream or the whole device, and so for that"
+              " rank's queued collectives (a deadlock on a real GPU): build"
+              " with -DCUDA_API_PER_THREAD_DEFAULT_STREAM=1 and use streams",
+              other->rank, current_device, call);
+}
+
+cudaError_t cudaGetDeviceCount(int *count)
+{
+  *count = visible_devices();
+  if (*count <= 0) {
+    *count = 0;
+    return cudaErrorNoDevice;
+  }
+  return cudaSuccess;
+}
+
+cudaError_t cudaSetDevice(int device)
+{
+  if (visible_devices() <= 0)
+    return cudaErrorNoDevice;
+  if (device < 0 || device >= visible_devices())
+    return cudaErrorInvalidDevice;
+  current_device = device;
+  return cudaSuccess;
+}
+
+/* An H200's multiprocessor count; the only attribute the programs ask for. */
+cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr,
+                                   int device)
+{
+  if (device < 0 || device >= visible_devices())
+    return cudaErrorInvalidDevice;
+  if (attr != cudaDevAttrMultiProcessorCount)
+    return cudaErrorInvalidValue;
+  *value = 132;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDevice(int *device)
+{
+  *device = current_device;
+  return cudaSuccess;
+}
+
+const char *cudaGetErrorString(cudaError_t error)
+{
+  switch (error) {
+  case cudaSuccess: return "no error";
+  case cudaErrorNoDevice: return "no CUDA-capable device is detected";
+  case cudaErrorInvalidDevice: return "invalid device ordinal";
+  case cudaErrorMemoryAllocation: return "out of memory";
+  case cudaErrorInvalidValue: return "invalid argument";
+  default: return "unknown error";
+  }
+}
+
+const char *cudaGetErrorName(cudaError_t error)
+{
+  switch (error) {
+  case cudaSuccess: return "cudaSuccess";
+  case cudaErrorNoDevice: return "cudaErrorNoDevice";
+  case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
+  case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
+  case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
+  default: return "cudaErrorUnknown";
+  }
+}
+
+void *new_alloc(size_t size, enum alloc_kind kind)
+{
+  sim_alloc *a = calloc(1, sizeof *a);
+  void *p = NULL;
+  if (a == NULL ||
+      posix_memalign(&p, NCCL_WIN_REQUIRED_ALIGNMENT, size ? size : 1) != 0) {
+    free(a);
+    return NULL;
+  }
+  memset(p, 0xA5, size); /* device memory starts as garbage, not zeros */
+  *a = (sim_alloc){
+      .base = p, .size = size, .kind = kind, .device = current_device};
+  pthread_mutex_lock(&lock);
+  install_exit_check();
+  a->next = allocs;
+  allocs = a;
+  pthread_mutex_unlock(&lock);
+  return p;
+}
+
+/* Unlinks the allocation that starts at p; NULL if there is none. */
+sim_alloc *take_alloc(const void *p)
+{
+  sim_alloc *a = allocs;
+  while (a != NULL && a->base != p)
+    a = a->next;
+  int found = 0;
+  if (a != NULL)
+    LIST_UNLINK(allocs, a, found);
+  return found ? a : NULL;
+}
+
+cudaError_t cudaMalloc(void **ptr, size_t size)
+{
+  if (injected_failure("cudaMalloc"))
+    return cudaErrorMemoryAllocation;
+  *ptr = new_alloc(size, FROM_CUDA_MALLOC);
+  return *ptr ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+
+cudaError_t cudaFree(void *ptr)
+{
+  if (ptr == NULL)
+    return cudaSuccess;
+  pthread_mutex_lock(&lock);
+  sim_alloc *a = find_alloc(ptr, 1);
+  if (a != NULL && a->kind == FROM_NCCL_MEM_ALLOC)
+    violation(NULL, "free-with-ncclMemFree", "cudaFree",
+              "%p came from ncclMemAlloc; release it with ncclMemFree", ptr);
+  a = take_alloc(ptr);
+  pthread_mutex_unlock(&lock);
+  if (a == NULL)
+    return cudaErrorInvalidValue;
+  free(a->base);
+  free(a);
+  return cudaSuccess;
+}
+
+static cudaError_t copy(void *dst, const void *src, size_t count,
+                        enum cudaMemcpyKind kind)
+{
+  if (injected_failure("cudaMemcpy"))
+    return cudaErrorInvalidValue;
+  pthread_mutex_lock(&lock);
+  int dst_dev = find_alloc(dst, count) != NULL;
+  int src_dev = find_alloc(src, count) != NULL;
+  pthread_mutex_unlock(&lock);
+  /* Like real CUDA, a copy whose device side is not device memory fails. */
+  if ((kind == cudaMemcpyHostToDevice && !dst_dev) ||
+      (kind == cudaMemcpyDeviceToHost && !src_dev) ||
+      (kind == cudaMemcpyDeviceToDevice && !(dst_dev && src_dev)))
+    return cudaErrorInvalidValue;
+  memmove(dst, src, count);
+  return cudaSuccess;
+}
+
+/* The per-thread-default-stream entry points (what cuda_runtime.h calls
+ * under CUDA_API_PER_THREAD_DEFAULT_STREAM) and the legacy ones. */
+cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t count,
+                            enum cudaMemcpyKind kind);
+cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count,
+                                 enum cudaMemcpyKind kind, cudaStream_t stream);
+cudaError_t cudaMemsetAsync_ptsz(void *ptr, int value, size_t count,
+                                 cudaStream_t stream);
+cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream);
+cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream);
+
+cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t count,
+                            enum cudaMemcpyKind kind)
+{
+  return copy(dst, src, count, kind);
+}
+
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t count,
+                       enum cudaMemcpyKind kind)
+{
+  check_shared_context("cudaMemcpy", NULL);
+  return copy(dst, src, count, kind);
+}
+
+cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count,
+                                 enum cudaMemcpyKind kind, cudaStream_t stream)
+{
+  (void)stream;
+  return copy(dst, src, count, kind);
+}
+
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count,
+                            enum cudaMemcpyKind kind, cudaStream_t stream)
+{
+  check_shared_context("cudaMemcpyAsync", stream);
+  return copy(dst, src, count, kind);
+}
+
+static cudaError_t memset_device(void *ptr, int value, size_t count)
+{
+  pthread_mutex_lock(&lock);
+  int inside = find_alloc(ptr, count) != NULL;
+  pthread_mutex_unlock(&lock);
+  if (!inside)
+    return cudaErrorInvalidValue;
+  memset(ptr, value, count);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemsetAsync_ptsz(void *ptr, int value, size_t count,
+                                 cudaStream_t stream)
+{
+  (void)stream;
+  return memset_device(ptr, value, count);
+}
+
+cudaError_t cudaMemsetAsync(void *ptr, int value, size_t count,
+                            cudaStream_t stream)
+{
+  check_shared_context("cudaMemsetAsync", stream);
+  return memset_device(ptr, value, count);
+}
+
+cudaError_t cudaMemcpyPeerAsync(void *dst, int dst_device, const void *src,
+                                int src_device, size_t count,
+                                cudaStream_t stream)
+{
+  (void)dst_device;
+  (void)src_device;
+  check_shared_context("cudaMemcpyPeerAsync", stream);
+  return copy(dst, src, count, cudaMemcpyDeviceToDevice);
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned int flags)
+{
+  (void)flags; /* simulated work never waits, blocking stream or not */
+  return cudaStreamCreate(stream);
+}
+
+cudaError_t cudaStreamCreate(cudaStream_t *stream)
+{
+  if (injected_failure("cudaStreamCreate"))
+    return cudaErrorMemoryAllocation;
+  struct CUstream_st *s = calloc(1, sizeof *s);
+  if (s == NULL)
+    return cudaErrorMemoryAllocation;
+  s->device = current_device;
+  pthread_mutex_lock(&lock);
+  install_exit_check();
+  s->next = streams;
+  streams = s;
+  pthread_mutex_unlock(&lock);
+  *stream = s;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream)
+{
+  (void)stream; /* every simulated operation completes when it is called */
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamSynchronize(cudaStream_t stream)
+{
+  check_shared_context("cudaStreamSynchronize", stream);
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamDestroy(cudaStream_t stream)
+{
+  int found;
+  pthread_mutex_lock(&lock);
+  LIST_UNLINK(streams, stream, found);
+  pthread_mutex_unlock(&lock);
+  if (!found)
+    return cudaErrorInvalidValue;
+  free(stream);
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceSynchronize(void)
+{
+  check_shared_context("cudaDeviceSynchronize", NULL);
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventCreate(cudaEvent_t *event)
+{
+  struct CUevent_st *e = calloc(1, sizeof *e);
+  if (e == NULL)
+    return cudaErrorMemoryAllocation;
+  pthread_mutex_lock(&lock);
+  install_exit_check();
+  e->next = events;
+  events = e;
+  pthread_mutex_unlock(&lock);
+  *event = e;
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream)
+{
+  (void)stream;
+  clock_gettime(CLOCK_MONOTONIC, &event->when);
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
+{
+  check_shared_context("cudaEventRecord", stream);
+  return cudaEventRecord_ptsz(event, stream);
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t event)
+{
+  (void)event;
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
+{
+  *ms = (float)((end->when.tv_sec - start->when.tv_sec) * 1e3 +
+                (end->when.tv_nsec - start->when.tv_nsec) / 1e6);
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventDestroy(cudaEvent_t event)
+{
+  int found;
+  pthread_mutex_lock(&lock);
+  LIST_UNLINK(events, event, found);
+  pthread_mutex_unlock(&lock);
+  if (!found)
+    return cudaErrorInvalidValue;
+  free(event);
+  return cudaSuccess;
+}

@@ -1,0 +1,128 @@
+/* ncclsim's rendezvous (see sim.h). */
+#include "sim.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------------
+ * Rendezvous: for its n-th collective call on a communicator, every rank
+ * writes <dir>/<n>.<rank> (a header and a payload), then waits until all
+ * ranks' files for n exist. Files of call n-1 are removed once call n is
+ * complete, since by then every rank has read them.
+ * --------------------------------------------------------------------- */
+
+static void msg_path(const struct ncclComm *c, unsigned long seq, int rank,
+                     char *path, size_t len)
+{
+  snprintf(path, len, "%s/%lu.%d", c->dir, seq, rank);
+}
+
+static void write_all(int fd, const void *buf, size_t len, const char *path)
+{
+  const unsigned char *p = buf;
+  while (len > 0) {
+    ssize_t n = write(fd, p, len);
+    if (n < 0) {
+      fprintf(stderr, "ncclsim: write %s: %s\n", path, strerror(errno));
+      _exit(SIM_EXIT_VIOLATION);
+    }
+    p += n;
+    len -= (size_t)n;
+  }
+}
+
+static void post(struct ncclComm *c, const msg_header *h, const void *payload)
+{
+  char path[PATH_LEN + 32], tmp[PATH_LEN + 40];
+  msg_path(c, c->seq, c->rank, path, sizeof path);
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  int fd = open(tmp, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+  if (fd < 0) {
+    fprintf(stderr, "ncclsim: cannot create %s: %s\n", tmp, strerror(errno));
+    _exit(SIM_EXIT_VIOLATION);
+  }
+  write_all(fd, h, sizeof *h, tmp);
+  if (h->payload > 0)
+    write_all(fd, payload, h->payload, tmp);
+  close(fd);
+  rename(tmp, path); /* peers see the whole file or none */
+}
+
+/* Waits for every rank's message for this call; a rank that never arrives
+ * is reported after SIM_TIMEOUT_MS instead of hanging. */
+static void wait_peers(struct ncclComm *c, const char *call)
+{
+  long timeout_ms = env_long("SIM_TIMEOUT_MS", 10000);
+  char path[PATH_LEN + 32];
+  struct timespec nap = {0, 200 * 1000};
+  long waited_us = 0;
+  for (int r = 0; r < c->nranks; r++) {
+    msg_path(c, c->seq, r, path, sizeof path);
+    while (access(path, F_OK) != 0) {
+      char abort_path[PATH_LEN + 16];
+      snprintf(abort_path, sizeof abort_path, "%s/abort", c->dir);
+      if (access(abort_path, F_OK) == 0) {
+        fprintf(stderr,
+                "ncclsim: rank %d stops in %s: a peer reported a violation\n",
+                c->rank, call);
+        _exit(SIM_EXIT_VIOLATION);
+      }
+      if (waited_us / 1000 > timeout_ms)
+        violation(
+            c, "collective-calls", call,
+            "rank %d never arrived at this call (collective #%lu) within %ld ms;"
+            " every rank must make the same collective calls",
+            r, c->seq, timeout_ms);
+      nanosleep(&nap, NULL);
+      waited_us += 200;
+    }
+  }
+  if (c->seq > 0) {
+    msg_path(c, c->seq - 1, c->rank, path, sizeof path);
+    unlink(path);
+  }
+}
+
+/* Reads rank r's message for the current call; payload (if any) into buf. */
+void fetch(const struct ncclComm *c, int r, msg_header *h, void *buf,
+           size_t buf_len)
+{
+  char path[PATH_LEN + 32];
+  msg_path(c, c->seq, r, path, sizeof path);
+  FILE *f = fopen(path, "rb");
+  if (f == NULL || fread(h, sizeof *h, 1, f) != 1 ||
+      (buf != NULL && h->payload > 0 &&
+       fread(buf, 1, h->payload < buf_len ? h->payload : buf_len, f) !=
+           (h->payload < buf_len ? h->payload : buf_len))) {
+    fprintf(stderr, "ncclsim: cannot read %s\n", path);
+    _exit(SIM_EXIT_VIOLATION);
+  }
+  fclose(f);
+}
+
+/* One collective step: post, wait, and check that every rank made the same
+ * call with the same `size`. */
+void exchange(struct ncclComm *c, const char *call, size_t size, long long arg,
+              const void *payload, size_t payload_len)
+{
+  msg_header h = {.size = size, .arg = arg, .payload = payload_len};
+  snprintf(h.call, sizeof h.call, "%s", call);
+  post(c, &h, payload);
+  wait_peers(c, call);
+  for (int r = 0; r < c->nranks; r++) {
+    msg_header peer;
+    fetch(c, r, &peer, NULL, 0);
+    if (strcmp(peer.call, call) != 0)
+      violation(c, "collective-calls", call,
+                "rank %d made a different call at this point (%s); every rank"
+                " must make the same collective calls in the same order",
+                r, peer.call);
+  }
+}
+
+void finish_exchange(struct ncclComm *c) { c->seq++; }

@@ -1,0 +1,152 @@
+/*
+ * ncclsim: a host-memory simulation of the CUDA runtime and NCCL calls that
+ * the examples make, for testing them on machines without a GPU. It is linked
+ * in place of libcudart and libnccl, with the real cuda_runtime.h and nccl.h
+ * declarations, and is never part of what users build or install.
+ *
+ * "Device" memory is host memory. Ranks meet through files in a directory
+ * named after the ncclUniqueId (under SIM_DIR, else TMPDIR, else /tmp), so
+ * the same code works for threads (pthread build) and processes (MPI
+ * build). Collectives really combine the ranks' data.
+ *
+ * It also enforces the rules of the symmetric-memory lifecycle that real
+ * NCCL does not reliably catch. A violation prints
+ *   ncclsim: RULE VIOLATION [rule] rank R in CALL: details
+ * and ends the process with status SIM_EXIT_VIOLATION (3).
+ *
+ * Settings (environment):
+ *   SIM_DEVICES=N        visible devices (default 8; 0 = no GPU)
+ *   SIM_NCCL_VERSION=C   version code ncclGetVersion reports (default: the
+ *                        headers' NCCL_VERSION_CODE)
+ *   SIM_NO_SYMMETRIC=1   no symmetric support: windows come back NULL
+ *   SIM_FAIL=CALL:R      CALL fails on rank R (e.g. ncclMemAlloc:2)
+ *   SIM_WRONG_RESULT=R[:I]  rank R's collective result is wrong at index I
+ *   SIM_TIMEOUT_MS=T     how long a rank waits for its peers (default 10000)
+ * Like NCCL >= 2.30, it lets several ranks of one communicator use one
+ * device only with NCCL_MULTI_RANK_GPU_ENABLE set to a non-zero number and a
+ * simulated version >= 2.30. Ranks that are threads sharing a device share
+ * its context: a call on the legacy default stream (a program built without
+ * per-thread default streams) or cudaDeviceSynchronize there would wait for
+ * the other ranks' queued collectives, so it is a rule violation.
+ * cuBLAS's SGEMM (only with HAVE_CUBLAS) is accepted and not computed (only
+ * --bench --overlap calls it, and its result is not used). A "rank" is the rank
+ * of the calling thread's communicator, or its current device before it has
+ * one.
+ */
+/*
+ * The simulation's files, one per API area, share this header:
+ *   state.c       the process-wide state, settings, rule violations, leaks
+ *   rendezvous.c  how ranks (threads or processes) meet through files
+ *   cuda.c        the CUDA runtime calls
+ *   nccl.c        the NCCL calls
+ *   cublas.c      cuBLAS's SGEMM (only with HAVE_CUBLAS)
+ */
+#ifndef NCCLSIM_H
+#define NCCLSIM_H
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <pthread.h>
+#include <stddef.h>
+#include <time.h>
+
+#define SIM_EXIT_VIOLATION 3
+#define SIM_MAGIC          "ncclsim:"
+#define PATH_LEN           512
+
+/* ------------------------------------------------------------------------
+ * Process-wide state (state.c), guarded by one lock (ranks may be threads).
+ * --------------------------------------------------------------------- */
+
+enum alloc_kind { FROM_NCCL_MEM_ALLOC, FROM_CUDA_MALLOC };
+
+typedef struct sim_alloc {
+  struct sim_alloc *next;
+  unsigned char *base;
+  size_t size;
+  enum alloc_kind kind;
+  int device;
+} sim_alloc;
+
+struct ncclComm {
+  struct ncclComm *next;
+  char dir[PATH_LEN];
+  int rank, nranks, device;
+  unsigned long seq; /* rendezvous counter: same sequence on every rank */
+  int cta_policy;
+};
+
+struct ncclWindow_vidmem {
+  struct ncclWindow_vidmem *next;
+  struct ncclComm *comm;
+  sim_alloc *alloc;
+  void *ptr;
+  size_t size;
+};
+
+struct CUstream_st {
+  struct CUstream_st *next;
+  int device;
+};
+
+struct CUevent_st {
+  struct CUevent_st *next;
+  struct timespec when;
+};
+
+extern pthread_mutex_t lock;
+extern sim_alloc *allocs;
+extern struct ncclComm *comms;
+extern struct ncclWindow_vidmem *windows;
+extern struct CUstream_st *streams;
+extern struct CUevent_st *events;
+
+extern _Thread_local int current_device;
+extern _Thread_local int thread_rank; /* -1 until the thread has a comm */
+extern _Thread_local char last_error[1024];
+
+/* Unlinks `node` from the list at `head` (any of the lists above, linked
+ * through `next`); sets `found` to 1 if it was there, else 0. */
+#define LIST_UNLINK(head, node, found)                                         \
+  do {                                                                         \
+    (found) = 0;                                                               \
+    for (__typeof__(head) *link_ = &(head); *link_; link_ = &(*link_)->next)   \
+      if (*link_ == (node)) {                                                  \
+        *link_ = (node)->next;                                                 \
+        (found) = 1;                                                           \
+        break;                                                                 \
+      }                                                                        \
+  } while (0)
+
+/* ------------------------------------------------------------- state.c */
+long env_long(const char *name, long fallback);
+int sim_rank(void);
+void mark_abort(const char *dir);
+_Noreturn void violation(const struct ncclComm *comm, const char *rule,
+                         const char *call, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+int injected_failure(const char *call);
+void install_exit_check(void);
+sim_alloc *find_alloc(const void *p, size_t len);
+
+/* -------------------------------------------------------- rendezvous.c */
+typedef struct msg_header {
+  char call[64];
+  size_t size;   /* call-specific: bytes or count */
+  long long arg; /* call-specific: device, flags, ... */
+  size_t payload;
+} msg_header;
+
+void exchange(struct ncclComm *c, const char *call, size_t size, long long arg,
+              const void *payload, size_t payload_len);
+void fetch(const struct ncclComm *c, int r, msg_header *h, void *buf,
+           size_t len);
+void finish_exchange(struct ncclComm *c);
+
+/* -------------------------------------------------------------- cuda.c */
+int visible_devices(void);
+void *new_alloc(size_t size, enum alloc_kind kind);
+sim_alloc *take_alloc(const void *p);
+
+#endif

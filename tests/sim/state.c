@@ -1,0 +1,134 @@
+/* ncclsim's process-wide state, settings, rule violations and leak check
+ * (see sim.h). */
+#include "sim.h"
+
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+sim_alloc *allocs;
+struct ncclComm *comms;
+struct ncclWindow_vidmem *windows;
+struct CUstream_st *streams;
+struct CUevent_st *events;
+static int exit_check_installed;
+
+_Thread_local int current_device = 0;
+_Thread_local int thread_rank = -1;
+_Thread_local char last_error[1024];
+
+/* ------------------------------------------------------------------------
+ * Settings and reporting
+ * --------------------------------------------------------------------- */
+
+long env_long(const char *name, long fallback)
+{
+  const char *text = getenv(name);
+  if (text == NULL || *text == '\0')
+    return fallback;
+  char *end;
+  long value = strtol(text, &end, 10);
+  if (*end != '\0') {
+    fprintf(stderr, "ncclsim: bad %s='%s'\n", name, text);
+    _exit(SIM_EXIT_VIOLATION);
+  }
+  return value;
+}
+
+int sim_rank(void) { return thread_rank >= 0 ? thread_rank : current_device; }
+
+/* Marks a communicator directory so that peers waiting there stop too. */
+void mark_abort(const char *dir)
+{
+  char path[PATH_LEN + 16];
+  snprintf(path, sizeof path, "%s/abort", dir);
+  int fd = open(path, O_CREAT | O_WRONLY, 0600);
+  if (fd >= 0)
+    close(fd);
+}
+
+_Noreturn void violation(const struct ncclComm *comm, const char *rule,
+                         const char *call, const char *fmt, ...)
+{
+  char details[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(details, sizeof details, fmt, ap);
+  va_end(ap);
+  fflush(stdout);
+  fprintf(stderr, "ncclsim: RULE VIOLATION [%s] rank %d in %s: %s\n", rule,
+          comm ? comm->rank : sim_rank(), call, details);
+  if (comm)
+    mark_abort(comm->dir);
+  _exit(SIM_EXIT_VIOLATION);
+}
+
+/* SIM_FAIL=CALL:RANK: does this call fail here? */
+int injected_failure(const char *call)
+{
+  const char *spec = getenv("SIM_FAIL");
+  if (spec == NULL)
+    return 0;
+  const char *colon = strrchr(spec, ':');
+  if (colon == NULL || (size_t)(colon - spec) != strlen(call) ||
+      strncmp(spec, call, strlen(call)) != 0)
+    return 0;
+  if (atoi(colon + 1) != sim_rank())
+    return 0;
+  snprintf(last_error, sizeof last_error,
+           "ncclsim: injected failure of %s on rank %d", call, sim_rank());
+  return 1;
+}
+
+/* At exit: anything still allocated, registered or alive is a leak. */
+static void check_leaks(void)
+{
+  int leaks = 0;
+  for (sim_alloc *a = allocs; a; a = a->next, leaks++)
+    fprintf(
+        stderr, "ncclsim: LEAK: %zu bytes from %s on device %d never freed\n",
+        a->size, a->kind == FROM_NCCL_MEM_ALLOC ? "ncclMemAlloc" : "cudaMalloc",
+        a->device);
+  for (struct ncclWindow_vidmem *w = windows; w; w = w->next, leaks++)
+    fprintf(
+        stderr,
+        "ncclsim: LEAK: window of %zu bytes on rank %d never deregistered\n",
+        w->size, w->comm->rank);
+  for (struct ncclComm *c = comms; c; c = c->next, leaks++)
+    fprintf(stderr, "ncclsim: LEAK: communicator of rank %d never destroyed\n",
+            c->rank);
+  for (struct CUstream_st *s = streams; s; s = s->next, leaks++)
+    fprintf(stderr, "ncclsim: LEAK: stream on device %d never destroyed\n",
+            s->device);
+  for (struct CUevent_st *e = events; e; e = e->next, leaks++)
+    fprintf(stderr, "ncclsim: LEAK: event never destroyed\n");
+  if (leaks > 0) {
+    fprintf(stderr,
+            "ncclsim: RULE VIOLATION [no-leaks] %d object(s) left at exit\n",
+            leaks);
+    fflush(stderr);
+    _exit(SIM_EXIT_VIOLATION);
+  }
+}
+
+void install_exit_check(void)
+{
+  if (!exit_check_installed) {
+    exit_check_installed = 1;
+    atexit(check_leaks);
+  }
+}
+
+/* The allocation holding [p, p+len), or NULL. Caller holds the lock. */
+sim_alloc *find_alloc(const void *p, size_t len)
+{
+  const unsigned char *b = p;
+  for (sim_alloc *a = allocs; a; a = a->next)
+    if (b >= a->base && b < a->base + a->size)
+      return (len <= (size_t)(a->base + a->size - b)) ? a : NULL;
+  return NULL;
+}
