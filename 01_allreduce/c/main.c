@@ -36,8 +36,8 @@ static int allreduce_sm(const rank_ctx *ctx)
   CUDACHECK(cudaSetDevice(ctx->device));
   ncclComm_t comm;
   NCCLCHECK(ncclCommInitRank(&comm, total_ranks, nccl_unique_id, my_rank));
-  print_ordered(ctx, "  Rank %d communicator initialized using device %d\n",
-                my_rank, ctx->device);
+  all_ranks_print(ctx, "  Rank %d communicator initialized using device %d\n",
+                  my_rank, ctx->device);
 
   /* STEP 2: Allocate buffers with NCCL's allocator ------------------------
    * Only ncclMemAlloc memory (CUDA virtual memory that peers can map) can
@@ -45,8 +45,8 @@ static int allreduce_sm(const rank_ctx *ctx)
   print_root(ctx, "Symmetric Memory allocation\n");
   const size_t count = ctx->opts->count;
   const size_t size_bytes = count * sizeof(float);
-  print_ordered(ctx, "  Rank %d allocating %.2f MB per buffer\n", my_rank,
-                size_bytes / MiB);
+  all_ranks_print(ctx, "  Rank %d allocating %.2f MB per buffer\n", my_rank,
+                  size_bytes / MiB);
 
   float *h_data = host_calloc(count, sizeof(float));
   float *h_result = host_calloc(count, sizeof(float));
@@ -64,15 +64,15 @@ static int allreduce_sm(const rank_ctx *ctx)
                                    NCCL_WIN_COLL_SYMMETRIC));
   NCCLCHECK(ncclCommWindowRegister(comm, d_recvbuff, size_bytes, &recv_win,
                                    NCCL_WIN_COLL_SYMMETRIC));
-  report_symmetric_windows(ctx, send_win, recv_win);
+  all_ranks_report_windows(ctx, send_win, recv_win);
 
   /* STEP 4: Initialize data: every element is the rank's number ---------- */
   fill_floats(h_data, count, (float)my_rank);
   /* Built with per-thread default streams (common/toolchain.mk), so this
    * copy cannot wait for other ranks sharing the GPU. */
   CUDACHECK(cudaMemcpy(d_sendbuff, h_data, size_bytes, cudaMemcpyHostToDevice));
-  print_ordered(ctx, "  Rank %d data initialized (value: %d)\n", my_rank,
-                my_rank);
+  all_ranks_print(ctx, "  Rank %d data initialized (value: %d)\n", my_rank,
+                  my_rank);
   cudaStream_t stream;
   CUDACHECK(cudaStreamCreate(&stream));
 
@@ -97,8 +97,8 @@ static int allreduce_sm(const rank_ctx *ctx)
   free(h_result);
   NCCLCHECK(ncclCommWindowDeregister(comm, send_win));
   NCCLCHECK(ncclCommWindowDeregister(comm, recv_win));
-  print_ordered(ctx, "  Rank %d symmetric memory windows deregistered\n",
-                my_rank);
+  all_ranks_print(ctx, "  Rank %d symmetric memory windows deregistered\n",
+                  my_rank);
   NCCLCHECK(ncclMemFree(d_sendbuff));
   NCCLCHECK(ncclMemFree(d_recvbuff));
   NCCLCHECK(ncclCommFinalize(comm));

@@ -28,24 +28,24 @@ def main():
     unique_id = nccl.get_unique_id() if ranks.rank == 0 else None
     unique_id = ranks.world.bcast(unique_id, root=0)
     comm = nccl.Communicator.init(nranks=ranks.size, rank=ranks.rank, unique_id=unique_id)
-    ranks.print_ordered(f"  Rank {ranks.rank} communicator initialized using device {device}")
+    ranks.all_ranks_print(f"  Rank {ranks.rank} communicator initialized using device {device}")
 
     # STEP 2: Allocate with NCCL's allocator: only such memory can be a window
     ranks.print_root("Symmetric Memory allocation")
     count = args.count
     size_bytes = count * 4
-    ranks.print_ordered(f"  Rank {ranks.rank} allocating {size_bytes / 2**20:.2f} MB per buffer")
+    ranks.all_ranks_print(f"  Rank {ranks.rank} allocating {size_bytes / 2**20:.2f} MB per buffer")
     sendbuf = nccl.cupy.empty(count, dtype=cp.float32)
     recvbuf = nccl.cupy.empty(count, dtype=cp.float32)
 
     # STEP 3: Register symmetric windows: collective, same size on every rank
     send_win = comm.register_window(sendbuf, nccl.WindowFlag.COLL_SYMMETRIC)
     recv_win = comm.register_window(recvbuf, nccl.WindowFlag.COLL_SYMMETRIC)
-    ex.report_symmetric_windows(ranks, send_win, recv_win)
+    ex.all_ranks_report_windows(ranks, send_win, recv_win)
 
     # STEP 4: Initialize data: every element is the rank's number
     sendbuf.fill(ranks.rank)
-    ranks.print_ordered(f"  Rank {ranks.rank} data initialized (value: {ranks.rank})")
+    ranks.all_ranks_print(f"  Rank {ranks.rank} data initialized (value: {ranks.rank})")
     stream = cp.cuda.Stream(non_blocking=True)
 
     # STEP 5: AllReduce (sum, out of place) on the windows
@@ -62,7 +62,7 @@ def main():
     # STEP 7: Clean up: windows before their memory and the communicator
     send_win.close()
     recv_win.close()
-    ranks.print_ordered(f"  Rank {ranks.rank} symmetric memory windows deregistered")
+    ranks.all_ranks_print(f"  Rank {ranks.rank} symmetric memory windows deregistered")
     del sendbuf, recvbuf  # nccl4py's arrays go back to ncclMemFree
     comm.finalize()
     comm.destroy()

@@ -48,7 +48,7 @@ static int allgather_ce(const rank_ctx *ctx)
   ncclComm_t comm;
   NCCLCHECK(ncclCommInitRankConfig(&comm, total_ranks, nccl_unique_id, my_rank,
                                    &config));
-  print_ordered(
+  all_ranks_print(
       ctx,
       "  Rank %d communicator initialized using device %d (CTAPolicy=%d)\n",
       my_rank, ctx->device, config.CTAPolicy);
@@ -59,7 +59,7 @@ static int allgather_ce(const rank_ctx *ctx)
   const size_t sendcount = ctx->opts->count;
   const size_t send_size_bytes = sendcount * sizeof(float);
   const size_t recv_size_bytes = send_size_bytes * (size_t)total_ranks;
-  print_ordered(
+  all_ranks_print(
       ctx, "  Rank %d allocating %.2f MB send buffer, %.2f MB recv buffer\n",
       my_rank, send_size_bytes / MiB, recv_size_bytes / MiB);
 
@@ -78,7 +78,7 @@ static int allgather_ce(const rank_ctx *ctx)
                                    NCCL_WIN_COLL_SYMMETRIC));
   NCCLCHECK(ncclCommWindowRegister(comm, d_recvbuff, recv_size_bytes, &recv_win,
                                    NCCL_WIN_COLL_SYMMETRIC));
-  report_symmetric_windows(ctx, send_win, recv_win);
+  all_ranks_report_windows(ctx, send_win, recv_win);
 
   /* STEP 4: Initialize data: every element is the rank's number ---------- */
   fill_floats(h_data, sendcount, (float)my_rank);
@@ -86,8 +86,8 @@ static int allgather_ce(const rank_ctx *ctx)
    * copy cannot wait for other ranks sharing the GPU. */
   CUDACHECK(
       cudaMemcpy(d_sendbuff, h_data, send_size_bytes, cudaMemcpyHostToDevice));
-  print_ordered(ctx, "  Rank %d data initialized (value: %d)\n", my_rank,
-                my_rank);
+  all_ranks_print(ctx, "  Rank %d data initialized (value: %d)\n", my_rank,
+                  my_rank);
   cudaStream_t stream;
   CUDACHECK(cudaStreamCreate(&stream));
 
@@ -114,8 +114,8 @@ static int allgather_ce(const rank_ctx *ctx)
   free(h_result);
   NCCLCHECK(ncclCommWindowDeregister(comm, send_win));
   NCCLCHECK(ncclCommWindowDeregister(comm, recv_win));
-  print_ordered(ctx, "  Rank %d symmetric memory windows deregistered\n",
-                my_rank);
+  all_ranks_print(ctx, "  Rank %d symmetric memory windows deregistered\n",
+                  my_rank);
   NCCLCHECK(ncclMemFree(d_sendbuff));
   NCCLCHECK(ncclMemFree(d_recvbuff));
   NCCLCHECK(ncclCommFinalize(comm));

@@ -30,7 +30,7 @@ def main():
     unique_id = ranks.world.bcast(unique_id, root=0)
     config = nccl.NCCLConfig(cta_policy=nccl.CTAPolicy.ZERO)
     comm = nccl.Communicator.init(nranks=ranks.size, rank=ranks.rank, unique_id=unique_id, config=config)
-    ranks.print_ordered(f"  Rank {ranks.rank} communicator initialized using device {device}"
+    ranks.all_ranks_print(f"  Rank {ranks.rank} communicator initialized using device {device}"
                         f" (CTAPolicy={int(nccl.CTAPolicy.ZERO)})")
 
     # STEP 2: Allocate with NCCL's allocator; receive = count * ranks floats
@@ -38,7 +38,7 @@ def main():
     sendcount = args.count
     send_bytes = sendcount * 4
     recv_bytes = send_bytes * ranks.size
-    ranks.print_ordered(f"  Rank {ranks.rank} allocating {send_bytes / 2**20:.2f} MB send buffer,"
+    ranks.all_ranks_print(f"  Rank {ranks.rank} allocating {send_bytes / 2**20:.2f} MB send buffer,"
                         f" {recv_bytes / 2**20:.2f} MB recv buffer")
     sendbuf = nccl.cupy.empty(sendcount, dtype=cp.float32)
     recvbuf = nccl.cupy.empty(sendcount * ranks.size, dtype=cp.float32)
@@ -46,11 +46,11 @@ def main():
     # STEP 3: Register symmetric windows: collective, same sizes on every rank
     send_win = comm.register_window(sendbuf, nccl.WindowFlag.COLL_SYMMETRIC)
     recv_win = comm.register_window(recvbuf, nccl.WindowFlag.COLL_SYMMETRIC)
-    ex.report_symmetric_windows(ranks, send_win, recv_win)
+    ex.all_ranks_report_windows(ranks, send_win, recv_win)
 
     # STEP 4: Initialize data: every element is the rank's number
     sendbuf.fill(ranks.rank)
-    ranks.print_ordered(f"  Rank {ranks.rank} data initialized (value: {ranks.rank})")
+    ranks.all_ranks_print(f"  Rank {ranks.rank} data initialized (value: {ranks.rank})")
     stream = cp.cuda.Stream(non_blocking=True)
 
     # STEP 5: AllGather on the windows (copy engines where NCCL can)
@@ -66,7 +66,7 @@ def main():
     # STEP 7: Clean up: windows before their memory and the communicator
     send_win.close()
     recv_win.close()
-    ranks.print_ordered(f"  Rank {ranks.rank} symmetric memory windows deregistered")
+    ranks.all_ranks_print(f"  Rank {ranks.rank} symmetric memory windows deregistered")
     del sendbuf, recvbuf  # nccl4py's arrays go back to ncclMemFree
     comm.finalize()
     comm.destroy()

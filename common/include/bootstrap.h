@@ -87,12 +87,13 @@ void util_broadcast(int root, const rank_ctx *ctx, ncclUniqueId *id);
 
 /* Collective: rank 0 receives every rank's `size` bytes from `mine`, in rank
  * order, into `all` (nranks * size bytes; ignored on other ranks).
- * size is at most RANK_GATHER_MAX bytes. */
-#define RANK_GATHER_MAX 512
-void rank_gather(const rank_ctx *ctx, const void *mine, size_t size, void *all);
+ * size is at most ALL_RANKS_GATHER_MAX bytes. */
+#define ALL_RANKS_GATHER_MAX 512
+void all_ranks_gather(const rank_ctx *ctx, const void *mine, size_t size,
+                      void *all);
 
 /* Collective: returns the largest `value` any rank passed, on every rank. */
-int rank_max(const rank_ctx *ctx, int value);
+int all_ranks_max(const rank_ctx *ctx, int value);
 
 /* Collective: returns 1 on every rank if every rank passed a non-zero ok. */
 int all_ranks_ok(const rank_ctx *ctx, int ok);

@@ -2,9 +2,13 @@
  * Everything an example's main.c uses from common/, in one include:
  *   bootstrap.h  run_example, rank_ctx, example_desc, util_broadcast
  *   checks.h     CUDACHECK, NCCLCHECK, host_calloc
- *   output.h     print_root, print_ordered (collective), MiB
+ *   output.h     print_root, all_ranks_print (collective), MiB
  *   verify.h     fill_floats, verify_allreduce, verify_allgather_segments
- *   requirements.h  report_symmetric_windows (collective)
+ *   requirements.h  all_ranks_report_windows (collective)
+ *
+ * A call named all_ranks_* is collective, like util_broadcast and the
+ * verify_* calls: every rank must make it, in the same order, or the ranks
+ * that did wait for ever. print_root and the CHECK macros are not.
  */
 #ifndef EXAMPLE_H
 #define EXAMPLE_H

@@ -15,12 +15,12 @@ void print_root(const rank_ctx *ctx, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* Collective: every rank formats one line; rank 0 prints them in rank order.
- * A line is cut at RANK_GATHER_MAX - 1 characters. */
-void print_ordered(const rank_ctx *ctx, const char *fmt, ...)
+ * A line is cut at ALL_RANKS_GATHER_MAX - 1 characters. */
+void all_ranks_print(const rank_ctx *ctx, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* Collective, like print_ordered, but a rank with nothing to say passes ""
+/* Collective, like all_ranks_print, but a rank with nothing to say passes ""
  * and no line is printed for it. */
-void print_ordered_line(const rank_ctx *ctx, const char *line);
+void all_ranks_print_line(const rank_ctx *ctx, const char *line);
 
 #endif

@@ -65,7 +65,7 @@ class Ranks:
         if self.rank == 0:
             print(text, flush=True)
 
-    def print_ordered(self, text):
+    def all_ranks_print(self, text):
         """Collective: rank 0 prints every rank's text in rank order; an
         empty text prints nothing."""
         texts = self.world.gather(text, root=0)
@@ -197,11 +197,11 @@ def require_nccl(ranks, nccl, minimum, feature):
         sys.exit(EXIT_FAILURE)
 
 
-def report_symmetric_windows(ranks, *windows):
+def all_ranks_report_windows(ranks, *windows):
     """Collective: NCCL hands back an empty window when the communicator has
     no symmetric-memory support; say so, once per rank affected."""
     real = all(w.handle != 0 for w in windows)
-    ranks.print_ordered("" if real else
+    ranks.all_ranks_print("" if real else
                         f"  Rank {ranks.rank}: no symmetric window: this communicator has no"
                         " symmetric-memory support; the collective runs on NCCL's regular path")
 
@@ -218,7 +218,7 @@ def mismatches(values, expected):
 
 def combine(ranks, line, ok):
     """Collective: prints each wrong rank's line, then the outcome."""
-    ranks.print_ordered(line)
+    ranks.all_ranks_print(line)
     all_ok = ranks.all_ok(ok)
     ranks.print_root("Results verified correctly" if all_ok else "Results verification failed")
     return all_ok

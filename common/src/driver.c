@@ -13,7 +13,7 @@
 
 int all_ranks_ok(const rank_ctx *ctx, int ok)
 {
-  return rank_max(ctx, !ok) == 0;
+  return all_ranks_max(ctx, !ok) == 0;
 }
 
 /* Looks for GPUs without ending the job: on a machine without a GPU or
@@ -41,7 +41,7 @@ static void say_gpus_shared(int ranks, int ngpus)
 static int run_rank(const rank_ctx *ctx)
 {
   const example_desc *ex = ctx->example;
-  if (!require_nccl_version(ctx, ex->min_nccl, ex->needs))
+  if (!all_ranks_require_nccl(ctx, ex->min_nccl, ex->needs))
     return EXIT_FAILURE;
   if (ctx->opts->bench)
     return run_bench(ctx, ex->collective);

@@ -18,28 +18,28 @@ void print_root(const rank_ctx *ctx, const char *fmt, ...)
   fflush(stdout); /* keep order with stderr and with other processes */
 }
 
-void print_ordered_line(const rank_ctx *ctx, const char *line)
+void all_ranks_print_line(const rank_ctx *ctx, const char *line)
 {
-  char mine[RANK_GATHER_MAX] = "";
+  char mine[ALL_RANKS_GATHER_MAX] = "";
   snprintf(mine, sizeof mine, "%s", line);
   char *all = NULL;
   if (ctx->rank == 0)
-    all = host_calloc((size_t)ctx->nranks, RANK_GATHER_MAX);
-  rank_gather(ctx, mine, sizeof mine, all);
+    all = host_calloc((size_t)ctx->nranks, ALL_RANKS_GATHER_MAX);
+  all_ranks_gather(ctx, mine, sizeof mine, all);
   if (ctx->rank == 0) {
     for (int r = 0; r < ctx->nranks; r++)
-      fputs(all + (size_t)r * RANK_GATHER_MAX, stdout);
+      fputs(all + (size_t)r * ALL_RANKS_GATHER_MAX, stdout);
     fflush(stdout);
     free(all);
   }
 }
 
-void print_ordered(const rank_ctx *ctx, const char *fmt, ...)
+void all_ranks_print(const rank_ctx *ctx, const char *fmt, ...)
 {
-  char line[RANK_GATHER_MAX];
+  char line[ALL_RANKS_GATHER_MAX];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(line, sizeof line, fmt, ap);
   va_end(ap);
-  print_ordered_line(ctx, line);
+  all_ranks_print_line(ctx, line);
 }

@@ -21,7 +21,8 @@ void format_nccl_version(int code, char *buf, size_t size)
     snprintf(buf, size, "%d.%d.%d", code / 1000, code % 1000 / 100, code % 100);
 }
 
-int require_nccl_version(const rank_ctx *ctx, int min_code, const char *feature)
+int all_ranks_require_nccl(const rank_ctx *ctx, int min_code,
+                           const char *feature)
 {
   int code = 0;
   NCCLCHECK(ncclGetVersion(&code));
@@ -36,18 +37,18 @@ int require_nccl_version(const rank_ctx *ctx, int min_code, const char *feature)
   return all_ranks_ok(ctx, ok);
 }
 
-int report_symmetric_windows(const rank_ctx *ctx, ncclWindow_t send_win,
+int all_ranks_report_windows(const rank_ctx *ctx, ncclWindow_t send_win,
                              ncclWindow_t recv_win)
 {
   int real = send_win != NULL && recv_win != NULL;
-  char line[RANK_GATHER_MAX] = "";
+  char line[ALL_RANKS_GATHER_MAX] = "";
   if (!real)
     snprintf(line, sizeof line,
              "  Rank %d: no symmetric window: this communicator has no"
              " symmetric-memory support; the collective runs on NCCL's"
              " regular path\n",
              ctx->rank);
-  print_ordered_line(ctx, line);
+  all_ranks_print_line(ctx, line);
   return real;
 }
 

@@ -42,13 +42,13 @@ int verify_allreduce(const rank_ctx *ctx, const float *result, size_t count,
              result[0]);
   size_t first = 0;
   size_t bad = count_mismatches(result, count, expected, &first);
-  char line[RANK_GATHER_MAX] = "";
+  char line[ALL_RANKS_GATHER_MAX] = "";
   if (bad > 0)
     snprintf(line, sizeof line,
              "  Rank %d: %zu of %zu elements wrong; first at index %zu:"
              " Expected %.1f, Got %.1f\n",
              ctx->rank, bad, count, first, expected, result[first]);
-  print_ordered_line(ctx, line);
+  all_ranks_print_line(ctx, line);
   return combine_outcome(ctx, bad == 0);
 }
 
@@ -69,7 +69,7 @@ int verify_allgather_segments(const rank_ctx *ctx, const float *result,
     }
     bad += seg_bad;
   }
-  char line[RANK_GATHER_MAX] = "";
+  char line[ALL_RANKS_GATHER_MAX] = "";
   if (bad > 0)
     snprintf(line, sizeof line,
              "  Rank %d: %zu of %zu elements wrong; first in segment %d at"
@@ -77,6 +77,6 @@ int verify_allgather_segments(const rank_ctx *ctx, const float *result,
              ctx->rank, bad, count * (size_t)ctx->nranks, first_segment,
              first_index, (float)first_segment,
              result[(size_t)first_segment * count + first_index]);
-  print_ordered_line(ctx, line);
+  all_ranks_print_line(ctx, line);
   return combine_outcome(ctx, bad == 0);
 }

@@ -31,7 +31,7 @@ static int check_rank(const rank_ctx *ctx)
 
   /* Rank 0 compares every rank's copy with its own. */
   unsigned char *all = malloc(sizeof id * (size_t)ctx->nranks);
-  rank_gather(ctx, &id, sizeof id, all);
+  all_ranks_gather(ctx, &id, sizeof id, all);
   if (ctx->rank == 0) {
     static const ncclUniqueId zero;
     if (memcmp(&id, &zero, sizeof id) == 0) {
@@ -46,8 +46,8 @@ static int check_rank(const rank_ctx *ctx)
   }
   free(all);
 
-  if (rank_max(ctx, ctx->rank * 10) != (ctx->nranks - 1) * 10) {
-    fprintf(stderr, "rank %d: rank_max is wrong\n", ctx->rank);
+  if (all_ranks_max(ctx, ctx->rank * 10) != (ctx->nranks - 1) * 10) {
+    fprintf(stderr, "rank %d: all_ranks_max is wrong\n", ctx->rank);
     failures++;
   }
   if (all_ranks_ok(ctx, 1) != 1 ||
@@ -63,9 +63,9 @@ static int check_rank(const rank_ctx *ctx)
             ctx->rank, ctx->nranks, ctx->ngpus, ctx->device, ctx->gpu_shared);
     failures++;
   }
-  print_ordered(ctx, "line from rank %d\n", ctx->rank);
-  print_ordered_line(ctx, ctx->rank % 2 ? "odd rank speaks\n" : "");
-  return rank_max(ctx, failures) == 0 ? 0 : 1;
+  all_ranks_print(ctx, "line from rank %d\n", ctx->rank);
+  all_ranks_print_line(ctx, ctx->rank % 2 ? "odd rank speaks\n" : "");
+  return all_ranks_max(ctx, failures) == 0 ? 0 : 1;
 }
 
 int main(int argc, char *argv[])

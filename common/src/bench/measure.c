@@ -40,10 +40,11 @@ static void attribute(bench *b, const mode *m, size_t count, result *res)
     /* This rank's own work only: ranks sharing a GPU run on one device. */
     engine_probe_count(ctx->device, t0, t1, &kernels, &copies);
     engine_probe_stop();
-    res->kernels = rank_max(ctx, (int)kernels);
-    res->copies = rank_max(ctx, (int)copies);
+    res->kernels = all_ranks_max(ctx, (int)kernels);
+    res->copies = all_ranks_max(ctx, (int)copies);
   }
-  rank_max(ctx, 0); /* nobody times the next mode while others still trace */
+  all_ranks_max(ctx,
+                0); /* nobody times the next mode while others still trace */
 }
 
 result measure(bench *b, const mode *m, size_t count)
@@ -57,7 +58,7 @@ result measure(bench *b, const mode *m, size_t count)
   time_ops(b->stream, b->start, b->stop, b->opts->warmup, b->opts->iters,
            collective_op, &op);
   res.us = slowest(ctx, time_per_op_us(b->start, b->stop, b->opts->iters));
-  res.wrong = rank_max(ctx, result_is_wrong(b, m, count));
+  res.wrong = all_ranks_max(ctx, result_is_wrong(b, m, count));
   attribute(b, m, count, &res);
   return res;
 }

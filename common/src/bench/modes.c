@@ -49,7 +49,7 @@ static void add_mode(bench *b, const mode_spec *spec)
     NCCLCHECK(ncclCommWindowRegister(m->comm, m->recv, recv_bytes, &m->recv_win,
                                      NCCL_WIN_COLL_SYMMETRIC));
     m->register_ms = slowest(b->ctx, wall_ms() - t0);
-    report_symmetric_windows(b->ctx, m->send_win, m->recv_win);
+    all_ranks_report_windows(b->ctx, m->send_win, m->recv_win);
   }
 }
 

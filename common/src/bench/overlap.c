@@ -82,7 +82,7 @@ void measure_overlap(bench *b, size_t bytes, size_t count)
   double gemm_us = time_per_op_us(g.start, g.stop, 3);
   double coll_loop_us = b->modes[b->nmodes - 1].max_us * iters;
   int gemms = (int)(coll_loop_us / gemm_us + 0.5);
-  gemms = rank_max(ctx, gemms < 1 ? 1 : gemms > 1000 ? 1000 : gemms);
+  gemms = all_ranks_max(ctx, gemms < 1 ? 1 : gemms > 1000 ? 1000 : gemms);
 
   print_root(ctx,
              "# overlap at %zu B: %d operations beside %d x SGEMM %dx%dx%d"
@@ -96,7 +96,7 @@ void measure_overlap(bench *b, size_t bytes, size_t count)
     time_ops(g.stream, g.start, g.stop, 0, gemms, gemm_op, &g);
     double gemm_alone = time_per_op_us(g.start, g.stop, gemms) * gemms / 1e3;
 
-    rank_max(ctx, 0); /* start together */
+    all_ranks_max(ctx, 0); /* start together */
     coll_op op = {b, m, count};
     time_ops(g.stream, g.start, g.stop, 0, gemms, gemm_op, &g);
     time_ops(b->stream, b->start, b->stop, 0, iters, collective_op, &op);
@@ -129,7 +129,7 @@ void measure_overlap(bench *b, size_t bytes, size_t count)
     if (ctx->rank == 0)
       report_csv_row(b, &r);
   }
-  rank_max(ctx, 0); /* cudaFree may wait for the whole (shared) GPU */
+  all_ranks_max(ctx, 0); /* cudaFree may wait for the whole (shared) GPU */
   gemm_teardown(&g);
 }
 #else

@@ -42,7 +42,7 @@ static int bench_size(bench *b, size_t bytes, size_t count)
 {
   const rank_ctx *ctx = b->ctx;
   double roof_us = roofline_us(b, bytes);
-  rank_max(ctx, 0); /* the others wait here, not on the GPU */
+  all_ranks_max(ctx, 0); /* the others wait here, not on the GPU */
   result res[MAX_MODES];
   row rows[MAX_MODES];
   int wrong = 0;
@@ -130,7 +130,7 @@ int run_bench(const rank_ctx *ctx, enum bench_collective collective)
     measure_overlap(&b, last_bytes, last_count);
 
   modes_teardown(&b);
-  rank_max(ctx, 0); /* every rank's collectives are done: free safely */
+  all_ranks_max(ctx, 0); /* every rank's collectives are done: free safely */
   roofline_free(&b);
   CUDACHECK(cudaEventDestroy(b.start));
   CUDACHECK(cudaEventDestroy(b.stop));
@@ -139,5 +139,5 @@ int run_bench(const rank_ctx *ctx, enum bench_collective collective)
   int csv_ok = report_csv_close(&b);
   print_root(ctx, wrong ? "Benchmark results verification failed\n"
                         : "Benchmark results verified correctly\n");
-  return rank_max(ctx, wrong || !csv_ok) ? EXIT_FAILURE : EXIT_SUCCESS;
+  return all_ranks_max(ctx, wrong || !csv_ok) ? EXIT_FAILURE : EXIT_SUCCESS;
 }

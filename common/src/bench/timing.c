@@ -38,7 +38,7 @@ double slowest(const rank_ctx *ctx, double value)
 {
   double *values =
       ctx->rank == 0 ? host_calloc((size_t)ctx->nranks, sizeof value) : NULL;
-  rank_gather(ctx, &value, sizeof value, values);
+  all_ranks_gather(ctx, &value, sizeof value, values);
   double max = value;
   if (ctx->rank == 0) {
     for (int r = 0; r < ctx->nranks; r++)

@@ -40,14 +40,15 @@ void util_broadcast(int root, const rank_ctx *ctx, ncclUniqueId *id)
   MPICHECK(MPI_Bcast(id, sizeof *id, MPI_BYTE, root, MPI_COMM_WORLD));
 }
 
-void rank_gather(const rank_ctx *ctx, const void *mine, size_t size, void *all)
+void all_ranks_gather(const rank_ctx *ctx, const void *mine, size_t size,
+                      void *all)
 {
   (void)ctx;
   MPICHECK(MPI_Gather(mine, (int)size, MPI_BYTE, all, (int)size, MPI_BYTE, 0,
                       MPI_COMM_WORLD));
 }
 
-int rank_max(const rank_ctx *ctx, int value)
+int all_ranks_max(const rank_ctx *ctx, int value)
 {
   (void)ctx;
   return transport_worst(value);
@@ -91,7 +92,8 @@ int run_ranks(int nranks, int ngpus, const example_options *opts, example_fn fn,
                   .run = &run};
   set_error_rank(world_rank);
   int status = fn(&ctx);
-  return rank_max(&ctx, status); /* every process exits with the same status */
+  return all_ranks_max(&ctx,
+                       status); /* every process exits with the same status */
 }
 
 /* ------------------------------------------------ for the driver */

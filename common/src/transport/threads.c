@@ -17,8 +17,8 @@ struct run_state {
   int nranks;
   pthread_barrier_t barrier;
   ncclUniqueId id;      /* broadcast slot */
-  unsigned char *slots; /* gather slots: nranks * RANK_GATHER_MAX */
-  int *values;          /* one int per rank for rank_max */
+  unsigned char *slots; /* gather slots: nranks * ALL_RANKS_GATHER_MAX */
+  int *values;          /* one int per rank for all_ranks_max */
 };
 
 static void wait_all(run_state *run)
@@ -41,19 +41,20 @@ void util_broadcast(int root, const rank_ctx *ctx, ncclUniqueId *id)
   wait_all(run); /* the slot may be reused only after everyone has read it */
 }
 
-void rank_gather(const rank_ctx *ctx, const void *mine, size_t size, void *all)
+void all_ranks_gather(const rank_ctx *ctx, const void *mine, size_t size,
+                      void *all)
 {
   run_state *run = ctx->run;
-  memcpy(run->slots + (size_t)ctx->rank * RANK_GATHER_MAX, mine, size);
+  memcpy(run->slots + (size_t)ctx->rank * ALL_RANKS_GATHER_MAX, mine, size);
   wait_all(run);
   if (ctx->rank == 0)
     for (int r = 0; r < run->nranks; r++)
       memcpy((unsigned char *)all + (size_t)r * size,
-             run->slots + (size_t)r * RANK_GATHER_MAX, size);
+             run->slots + (size_t)r * ALL_RANKS_GATHER_MAX, size);
   wait_all(run);
 }
 
-int rank_max(const rank_ctx *ctx, int value)
+int all_ranks_max(const rank_ctx *ctx, int value)
 {
   run_state *run = ctx->run;
   run->values[ctx->rank] = value;
@@ -94,7 +95,7 @@ int run_ranks(int nranks, int ngpus, const example_options *opts, example_fn fn,
               const example_desc *example)
 {
   run_state run = {.nranks = nranks};
-  run.slots = host_calloc((size_t)nranks, RANK_GATHER_MAX);
+  run.slots = host_calloc((size_t)nranks, ALL_RANKS_GATHER_MAX);
   run.values = host_calloc((size_t)nranks, sizeof(int));
   rank_thread *threads = host_calloc((size_t)nranks, sizeof(rank_thread));
   int err = pthread_barrier_init(&run.barrier, NULL, (unsigned)nranks);
