@@ -37,8 +37,11 @@
  * The simulation's files, one per API area, share this header:
  *   state.c       the process-wide state, settings, rule violations, leaks
  *   rendezvous.c  how ranks (threads or processes) meet through files
- *   cuda.c        the CUDA runtime calls
- *   nccl.c        the NCCL calls
+ *   cuda.c        CUDA: devices, memory, copies
+ *   streams.c     CUDA: streams, events, cudaDeviceSynchronize
+ *   nccl.c        NCCL: versions, ids, communicators
+ *   windows.c     ncclMemAlloc/ncclMemFree and symmetric windows
+ *   collectives.c ncclAllReduce and ncclAllGather
  *   cublas.c      cuBLAS's SGEMM (only with HAVE_CUBLAS)
  */
 #ifndef NCCLSIM_H
@@ -146,6 +149,9 @@ void finish_exchange(struct ncclComm *c);
 
 /* -------------------------------------------------------------- cuda.c */
 int visible_devices(void);
+/* The rule for ranks that share a device's context: nothing may wait for
+ * the whole device or the legacy default stream (stream NULL). */
+void check_shared_context(const char *call, cudaStream_t stream);
 void *new_alloc(size_t size, enum alloc_kind kind);
 sim_alloc *take_alloc(const void *p);
 
