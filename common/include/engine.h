@@ -17,14 +17,29 @@
 int engine_probe_start(void);
 void engine_probe_stop(void);
 
+/* Why nothing can be recorded (no CUPTI in this build, or CUPTI failed),
+ * for messages; meaningful after engine_probe_start returned 0. */
+const char *engine_probe_unavailable(void);
+
 /* The current time on CUPTI's clock, in ns (0 without CUPTI). */
 uint64_t engine_probe_now(void);
 
-/* Counts the kernels and copies that started on `device` within [t0, t1]
- * and were launched by the calling thread (so each rank counts its own work
- * when ranks share a GPU). Flushes CUPTI's buffers first, so everything that
- * finished is counted. */
-void engine_probe_count(int device, uint64_t t0, uint64_t t1, long *kernels,
-                        long *copies);
+/* What ran on a device: the kernels and copies CUPTI recorded. */
+#define ENGINE_MAX_NAMES 4
+typedef struct engine_work {
+  long kernels;      /* kernels */
+  long copies;       /* copies within the GPU or between GPUs */
+  long host_copies;  /* copies to or from host memory */
+  int nnames;        /* distinct kernel names (first ENGINE_MAX_NAMES) */
+  char names[ENGINE_MAX_NAMES][64]; /* unmangled: ncclSymkDevKernel_... */
+} engine_work;
+
+/* Fills *w with the work that started on `device` within [t0, t1] and was
+ * launched by the calling thread (so each rank sees its own work when ranks
+ * share a GPU). Flushes CUPTI's buffers first, so everything that finished
+ * is counted. Returns 1, or 0 when nothing is known (no CUPTI: *w is
+ * zeroed). */
+int engine_probe_collect(int device, uint64_t t0, uint64_t t1,
+                         engine_work *w);
 
 #endif

@@ -29,6 +29,10 @@ int all_ranks_require_nccl(const rank_ctx *ctx, int min_code,
 int all_ranks_report_windows(const rank_ctx *ctx, ncclWindow_t send_win,
                              ncclWindow_t recv_win);
 
+/* Not collective: 1 if all_ranks_report_windows saw a NULL window on this
+ * rank (the report of what ran names the cause). */
+int rank_got_null_window(void);
+
 /* Writes "2.28.9" for an NCCL version code into buf. */
 void format_nccl_version(int code, char *buf, size_t size);
 

@@ -10,6 +10,7 @@
 #include "checks.h"
 #include "requirements.h"
 #include "transport.h"
+#include "what_ran.h"
 
 int all_ranks_ok(const rank_ctx *ctx, int ok)
 {
@@ -45,7 +46,11 @@ static int run_rank(const rank_ctx *ctx)
     return EXIT_FAILURE;
   if (ctx->opts->bench)
     return run_bench(ctx, ex->collective);
-  return ex->lesson(ctx);
+  /* The lesson, with a measurement of what NCCL ran for it around it. */
+  what_ran_start(ctx);
+  int status = ex->lesson(ctx);
+  all_ranks_finish_what_ran(ctx);
+  return status;
 }
 
 /* Checks, on every process, that the job's ranks fit the GPUs; every
@@ -119,6 +124,8 @@ int run_example(int argc, char *argv[], const example_desc *example)
   status = run_ranks(nranks, ngpus, &opts, run_rank, example);
   if (first && status == EXIT_SUCCESS)
     printf("\nAll NCCL communicators finalized successfully!\n");
+  if (first)
+    what_ran_print();
 
 done:
   fflush(stdout);

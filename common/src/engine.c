@@ -2,6 +2,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "checks.h"
 
@@ -17,11 +18,14 @@
  * Kernels and copies are tied to the thread that launched them through the
  * API records' correlation ids: ranks that are threads sharing one GPU each
  * count only their own work. */
+enum work_kind { KERNEL, DEVICE_COPY, HOST_COPY };
+
 typedef struct record {
   uint32_t device;
   uint64_t start;
   uint32_t correlation;
-  int is_kernel;
+  enum work_kind kind;
+  int name; /* kernels: index into names[], else -1 */
 } record;
 
 typedef struct launch {
@@ -34,6 +38,8 @@ static record *records;
 static size_t nrecords, capacity;
 static launch *launches;
 static size_t nlaunches, launch_capacity;
+static char (*names)[64]; /* kernel names seen, each once */
+static size_t nnames, names_capacity;
 static int users;  /* nesting count of engine_probe_start */
 static int broken; /* CUPTI failed once: stop trying */
 
@@ -63,10 +69,47 @@ static int grow(void **array, size_t *capacity, size_t used, size_t size)
 }
 
 static void keep(uint32_t device, uint64_t start, uint32_t correlation,
-                 int is_kernel)
+                 enum work_kind kind, int name)
 {
   if (grow((void **)&records, &capacity, nrecords, sizeof *records))
-    records[nrecords++] = (record){device, start, correlation, is_kernel};
+    records[nrecords++] = (record){device, start, correlation, kind, name};
+}
+
+/* The index of a kernel's name in names[], added if new; -1 if out of
+ * memory. CUPTI gives the mangled C++ name ("_Z36ncclSymkDevKernel_..."):
+ * the name proper is the <length><name> that follows "_Z". */
+static int name_index(const char *mangled)
+{
+  char name[64];
+  const char *p = mangled ? mangled : "?";
+  size_t len = strlen(p);
+  if (p[0] == '_' && p[1] == 'Z') {
+    char *end;
+    unsigned long n = strtoul(p + 2, &end, 10);
+    if (end != p + 2 && n > 0 && n <= strlen(end)) {
+      p = end;
+      len = n;
+    }
+  }
+  if (len >= sizeof name)
+    len = sizeof name - 1;
+  memcpy(name, p, len);
+  name[len] = '\0';
+  for (size_t i = 0; i < nnames; i++)
+    if (strcmp(names[i], name) == 0)
+      return (int)i;
+  if (!grow((void **)&names, &names_capacity, nnames, sizeof *names))
+    return -1;
+  memcpy(names[nnames], name, sizeof name);
+  return (int)nnames++;
+}
+
+static enum work_kind copy_kind(uint8_t kind)
+{
+  return kind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOD ||
+                 kind == CUPTI_ACTIVITY_MEMCPY_KIND_PTOP
+             ? DEVICE_COPY
+             : HOST_COPY;
 }
 
 static void keep_launch(uint32_t correlation, uint32_t thread)
@@ -87,13 +130,14 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
   while (cuptiActivityGetNextRecord(buffer, valid, &r) == CUPTI_SUCCESS) {
     if (r->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
       const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)r;
-      keep(k->deviceId, k->start, k->correlationId, 1);
+      keep(k->deviceId, k->start, k->correlationId, KERNEL,
+           name_index(k->name));
     } else if (r->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
       const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)r;
-      keep(m->deviceId, m->start, m->correlationId, 0);
+      keep(m->deviceId, m->start, m->correlationId, copy_kind(m->copyKind), -1);
     } else if (r->kind == CUPTI_ACTIVITY_KIND_MEMCPY2) {
       const CUpti_ActivityMemcpyPtoP4 *m = (const CUpti_ActivityMemcpyPtoP4 *)r;
-      keep(m->deviceId, m->start, m->correlationId, 0);
+      keep(m->deviceId, m->start, m->correlationId, DEVICE_COPY, -1);
     } else if (r->kind == CUPTI_ACTIVITY_KIND_DRIVER ||
                r->kind == CUPTI_ACTIVITY_KIND_RUNTIME) {
       const CUpti_ActivityAPI *a = (const CUpti_ActivityAPI *)r;
@@ -116,8 +160,7 @@ static int failed(CUptiResult res, const char *call)
     return 0;
   const char *text = "?";
   cuptiGetResultString(res, &text);
-  print_error("engine probe: %s failed: %s; the engine column says n/a\n", call,
-              text);
+  print_error("CUPTI: %s failed: %s; what ran is not measured\n", call, text);
   broken = 1;
   return 1;
 }
@@ -153,6 +196,11 @@ void engine_probe_stop(void)
   pthread_mutex_unlock(&lock);
 }
 
+const char *engine_probe_unavailable(void)
+{
+  return "CUPTI failed (see its message above)";
+}
+
 uint64_t engine_probe_now(void)
 {
   uint64_t t = 0;
@@ -169,37 +217,50 @@ static uint32_t launcher(uint32_t correlation)
   return 0;
 }
 
-void engine_probe_count(int device, uint64_t t0, uint64_t t1, long *kernels,
-                        long *copies)
+int engine_probe_collect(int device, uint64_t t0, uint64_t t1, engine_work *w)
 {
   cuptiActivityFlushAll(0); /* runs buffer_completed for what is done */
-  *kernels = *copies = 0;
+  memset(w, 0, sizeof *w);
   uint32_t me = (uint32_t)syscall(SYS_gettid);
   pthread_mutex_lock(&lock);
   for (size_t i = 0; i < nrecords; i++) {
     const record *r = &records[i];
-    if (r->device == (uint32_t)device && r->start >= t0 && r->start <= t1 &&
-        launcher(r->correlation) == me) {
-      if (r->is_kernel)
-        ++*kernels;
-      else
-        ++*copies;
+    if (r->device != (uint32_t)device || r->start < t0 || r->start > t1 ||
+        launcher(r->correlation) != me)
+      continue;
+    if (r->kind == DEVICE_COPY)
+      w->copies++;
+    else if (r->kind == HOST_COPY)
+      w->host_copies++;
+    else {
+      w->kernels++;
+      const char *name = r->name >= 0 ? names[r->name] : "?";
+      int seen = 0;
+      for (int n = 0; n < w->nnames && !seen; n++)
+        seen = strcmp(w->names[n], name) == 0;
+      if (!seen && w->nnames < ENGINE_MAX_NAMES)
+        snprintf(w->names[w->nnames++], sizeof w->names[0], "%s", name);
     }
   }
   pthread_mutex_unlock(&lock);
+  return 1;
 }
 
 #else /* built without CUPTI */
 
 int engine_probe_start(void) { return 0; }
 void engine_probe_stop(void) {}
+const char *engine_probe_unavailable(void)
+{
+  return "this build has no CUPTI (HAVE_CUPTI=0)";
+}
 uint64_t engine_probe_now(void) { return 0; }
-void engine_probe_count(int device, uint64_t t0, uint64_t t1, long *kernels,
-                        long *copies)
+int engine_probe_collect(int device, uint64_t t0, uint64_t t1, engine_work *w)
 {
   (void)device;
   (void)t0;
   (void)t1;
-  *kernels = *copies = -1;
+  memset(w, 0, sizeof *w);
+  return 0;
 }
 #endif

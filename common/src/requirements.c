@@ -37,10 +37,15 @@ int all_ranks_require_nccl(const rank_ctx *ctx, int min_code,
   return all_ranks_ok(ctx, ok);
 }
 
+static _Thread_local int null_window_seen;
+
+int rank_got_null_window(void) { return null_window_seen; }
+
 int all_ranks_report_windows(const rank_ctx *ctx, ncclWindow_t send_win,
                              ncclWindow_t recv_win)
 {
   int real = send_win != NULL && recv_win != NULL;
+  null_window_seen |= !real;
   char line[ALL_RANKS_GATHER_MAX] = "";
   if (!real)
     snprintf(line, sizeof line,

@@ -4,16 +4,25 @@ on stdout. run_tests.sh compares programs with it; check_docs.py compares
 the READMEs' expected-output blocks with it.
 
   expected_output.py PROGRAM NRANKS [--count N] [--mode pthread|mpi]
-                     [--gpus G] [--shared-sms S]
+                     [--gpus G] [--shared-sms S] [--no-report]
 
 --gpus: GPUs visible (default NRANKS); rank r uses GPU r mod G.
 --shared-sms: the ranks share GPUs of S SMs each (NCCL_MULTI_RANK_GPU_ENABLE
               =1): adds the two framework lines that say so.
+--no-report: leave out the report of what ran (the last lines, which only a
+             build without CUPTI can predict: it says it measured nothing).
 """
 import argparse
 import sys
 
 DEFAULT_COUNT = 1024 * 1024
+NO_CUPTI_REPORT = "What ran: not measured: this build has no CUPTI (HAVE_CUPTI=0)"
+REPORT_PREFIXES = ("What ran: ", "Why not the copy engines: ", "Why no symmetric kernel: ")
+
+
+def without_report(lines):
+    """lines without the report of what ran, for outputs of real runs."""
+    return [line for line in lines if not line.startswith(REPORT_PREFIXES)]
 
 
 def shared_lines(nranks, ngpus, sms):
@@ -72,11 +81,14 @@ def lesson(program, n, count, ngpus):
     return out
 
 
-def expected(program, nranks, count=DEFAULT_COUNT, mode="pthread", ngpus=None, shared_sms=None):
-    """The lines of stdout, without newlines."""
+def expected(program, nranks, count=DEFAULT_COUNT, mode="pthread", ngpus=None, shared_sms=None,
+             report=True):
+    """The lines of stdout, without newlines; with `report`, those of a
+    build without CUPTI."""
     ngpus = nranks if ngpus is None else ngpus
     lines = shared_lines(nranks, ngpus, shared_sms) if shared_sms else []
-    return lines + header(mode, nranks, ngpus) + lesson(program, nranks, count, ngpus)
+    lines += header(mode, nranks, ngpus) + lesson(program, nranks, count, ngpus)
+    return lines + ([NO_CUPTI_REPORT] if report else [])
 
 
 def main():
@@ -87,8 +99,9 @@ def main():
     ap.add_argument("--mode", choices=("pthread", "mpi"), default="pthread")
     ap.add_argument("--gpus", type=int)
     ap.add_argument("--shared-sms", type=int)
+    ap.add_argument("--no-report", action="store_true")
     a = ap.parse_args()
-    for line in expected(a.program, a.nranks, a.count, a.mode, a.gpus, a.shared_sms):
+    for line in expected(a.program, a.nranks, a.count, a.mode, a.gpus, a.shared_sms, not a.no_report):
         print(line)
 
 

@@ -62,3 +62,14 @@ shared_run() {
 }
 
 mode_of() { [[ $1 == *mpi ]] && echo mpi || echo pthread; } # VARIANT
+
+# want_real_output EXPECTED: a real run's stdout is EXPECTED (the oracle's
+# --no-report) followed by a report of what ran that measured something
+# (what it says depends on the machine: see the GPU logs).
+want_real_output() {
+  grep -v -E '^(What ran|Why not the copy engines|Why no symmetric kernel): ' "$f.out" >"$f.lesson"
+  diff -u "$1" "$f.lesson" >"$f.diff" ||
+    why+="stdout before the report differs from the expected output (see $f.diff); "
+  grep -q '^What ran: ' "$f.out" || why+="no 'What ran:' line; "
+  no_out "What ran: not measured"
+}

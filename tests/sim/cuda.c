@@ -72,6 +72,21 @@ cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr,
   return cudaSuccess;
 }
 
+cudaError_t cudaDriverGetVersion(int *version)
+{
+  *version = (int)env_long("SIM_DRIVER_VERSION", 13000);
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceCanAccessPeer(int *can, int device, int peer)
+{
+  int n = visible_devices();
+  if (device < 0 || device >= n || peer < 0 || peer >= n)
+    return cudaErrorInvalidDevice;
+  *can = device != peer && env_long("SIM_NO_P2P", 0) == 0;
+  return cudaSuccess;
+}
+
 cudaError_t cudaGetDevice(int *device)
 {
   *device = current_device;

@@ -3,6 +3,7 @@
 
 # ------------------------------------------------------------ unit tests
 if begin unit/options; then need unit/test_options; run "$B/unit/test_options"; want_status 0; end; fi
+if begin unit/what-ran; then need unit/test_what_ran; run "$B/unit/test_what_ran"; want_status 0; end; fi
 if begin unit/verify; then need unit/test_verify; run "$B/unit/test_verify"; want_status 0; end; fi
 for n in 1 2 3 4 5 6 7 8; do
   if begin "unit/bootstrap-pthread-$n"; then

@@ -6,17 +6,17 @@ if [ "$NGPUS" -gt 0 ]; then
   for p in $PROGRAMS; do
     for n in $(seq 1 "$NGPUS"); do
       if begin "gpu/pthread/$p-$n"; then
-        expected $p $n --gpus $NGPUS >"$f.expected"
+        expected $p $n --gpus $NGPUS --no-report >"$f.expected"
         need real-programs-pthread
         NTHREADS=$n run "$B/real-pthread/$p"
-        want_status 0; want_out_file "$f.expected"; end
+        want_status 0; want_real_output "$f.expected"; end
       fi
       mpi_cases "gpu/mpi/$p-$n" || continue
       if begin "gpu/mpi/$p-$n"; then
-        expected $p $n --mode mpi >"$f.expected"
+        expected $p $n --mode mpi --no-report >"$f.expected"
         need real-programs-mpi
         run "${MPIRUN[@]}" -np $n "$B/real-mpi/$p"
-        want_status 0; want_out_file "$f.expected"; end
+        want_status 0; want_real_output "$f.expected"; end
       fi
     done
   done
@@ -29,17 +29,17 @@ if [ "$NGPUS" -gt 0 ]; then
     for p in $PROGRAMS; do
       for n in $(seq $((NGPUS + 1)) $((NGPUS * 8 < 8 ? NGPUS * 8 : 8))); do
         if begin "shared-gpu/gpu/pthread/$p-$n"; then
-          expected $p $n --gpus $NGPUS --shared-sms $GPU_SMS >"$f.expected"
+          expected $p $n --gpus $NGPUS --shared-sms $GPU_SMS --no-report >"$f.expected"
           need real-programs-pthread
           NCCL_MULTI_RANK_GPU_ENABLE=1 NTHREADS=$n run "$B/real-pthread/$p"
-          want_status 0; want_out_file "$f.expected"; end
+          want_status 0; want_real_output "$f.expected"; end
         fi
         mpi_cases "shared-gpu/gpu/mpi/$p-$n" || continue
         if begin "shared-gpu/gpu/mpi/$p-$n"; then
-          expected $p $n --mode mpi --gpus $NGPUS --shared-sms $GPU_SMS >"$f.expected"
+          expected $p $n --mode mpi --gpus $NGPUS --shared-sms $GPU_SMS --no-report >"$f.expected"
           need real-programs-mpi
           NCCL_MULTI_RANK_GPU_ENABLE=1 run "${MPIRUN[@]}" -np $n "$B/real-mpi/$p"
-          want_status 0; want_out_file "$f.expected"; end
+          want_status 0; want_real_output "$f.expected"; end
         fi
       done
       for n in 2 4; do

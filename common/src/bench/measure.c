@@ -36,12 +36,12 @@ static void attribute(bench *b, const mode *m, size_t count, result *res)
       collective_op(&op);
     CUDACHECK(cudaStreamSynchronize(b->stream));
     uint64_t t1 = engine_probe_now();
-    long kernels, copies;
+    engine_work work;
     /* This rank's own work only: ranks sharing a GPU run on one device. */
-    engine_probe_count(ctx->device, t0, t1, &kernels, &copies);
+    engine_probe_collect(ctx->device, t0, t1, &work);
     engine_probe_stop();
-    res->kernels = all_ranks_max(ctx, (int)kernels);
-    res->copies = all_ranks_max(ctx, (int)copies);
+    res->kernels = all_ranks_max(ctx, (int)work.kernels);
+    res->copies = all_ranks_max(ctx, (int)(work.copies + work.host_copies));
   }
   all_ranks_max(ctx,
                 0); /* nobody times the next mode while others still trace */

@@ -1,0 +1,70 @@
+/*
+ * What NCCL actually ran for the lesson's collective, measured, and why it
+ * may not be what the example is about. The driver wraps every lesson with
+ * these calls; main.c shows no trace of them.
+ *
+ * After the lesson, rank 0 prints one line naming what ran on every rank
+ * (from CUPTI's kernel and copy records of each rank's own work), e.g.
+ *   What ran: AllGather ran on the copy engines: 0 kernels, 3 copies on every rank
+ * and, when that is not the example's point (no copy engine for
+ * allgather_ce, no symmetric kernel for allreduce_sm), a second line naming
+ * the conditions that fail here, or "no known cause found". This is a
+ * report, never an error.
+ */
+#ifndef WHAT_RAN_H
+#define WHAT_RAN_H
+
+#include <stddef.h>
+
+#include "bootstrap.h"
+#include "engine.h"
+
+/* Not collective: starts recording this rank's GPU work. */
+void what_ran_start(const rank_ctx *ctx);
+
+/* Collective: stops recording, gathers every rank's work on rank 0 and
+ * there formats the report for what_ran_print (nothing is printed yet, so
+ * that the original's output stays as it was). */
+void all_ranks_finish_what_ran(const rank_ctx *ctx);
+
+/* Prints the report formatted by the last all_ranks_finish_what_ran, if
+ * any (process 0 only has one). */
+void what_ran_print(void);
+
+/* What one rank's work was, in words: "NCCL's symmetric kernel X",
+ * "NCCL's regular kernel X", "the copy engines: 0 kernels, N copies", a
+ * local copy with one rank, ... `measured` is 0 when nothing could be
+ * recorded. Pure: unit-tested without a GPU. Returns its class. */
+enum what_class {
+  RAN_UNKNOWN,     /* not measured */
+  RAN_NOTHING,     /* measured, but no kernel or copy recorded */
+  RAN_LOCAL,       /* one rank: a local copy or kernel */
+  RAN_COPY_ENGINE, /* copies only */
+  RAN_SYMMETRIC,   /* an NCCL symmetric kernel */
+  RAN_REGULAR,     /* other kernels */
+};
+enum what_class what_ran_describe(const engine_work *w, int nranks, char *buf,
+                                  size_t size);
+
+/* What each rank sends rank 0 for the report. */
+typedef struct rank_facts {
+  int measured;     /* CUPTI recorded this rank's work */
+  int null_window;  /* all_ranks_report_windows saw a NULL window */
+  int device;       /* the CUDA device the rank drove */
+  int driver;       /* cudaDriverGetVersion, 0 if unknown */
+  int p2p_to_first; /* CUDA P2P to rank 0's device: 1, 0, or -1 (same
+                       device, another host, or unknown) */
+  char host[48];
+  engine_work work;
+} rank_facts;
+
+/* Writes the report (one or two lines, each ending in a newline) for
+ * nranks ranks' facts into out. `collective` is "AllReduce" or
+ * "AllGather"; want_ce: the example is about the copy engines (else about
+ * symmetric kernels); `unavailable` says why nothing was measured. Reads
+ * NCCL_WIN_ENABLE and NCCL_CUMEM_ENABLE. Pure otherwise: unit-tested. */
+void what_ran_format(const char *collective, int want_ce, int nranks,
+                     const rank_facts *facts, const char *unavailable,
+                     char *out, size_t size);
+
+#endif

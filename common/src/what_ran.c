@@ -1,0 +1,288 @@
+#include "what_ran.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime.h>
+#include <unistd.h>
+
+#include "checks.h"
+#include "requirements.h"
+
+#define SYM_PREFIX     "ncclSymkDevKernel_"
+#define REGULAR_PREFIX "ncclDevKernel_"
+
+static _Thread_local uint64_t t_start;
+static _Thread_local int recording;
+static char report[2048]; /* written by rank 0, printed by process 0 */
+
+void what_ran_start(const rank_ctx *ctx)
+{
+  (void)ctx;
+  recording = engine_probe_start();
+  t_start = recording ? engine_probe_now() : 0;
+}
+
+/* Appends to buf[0..size). */
+static void add(char *buf, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void add(char *buf, size_t size, const char *fmt, ...)
+{
+  size_t len = strlen(buf);
+  if (len + 1 >= size)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf + len, size - len, fmt, ap);
+  va_end(ap);
+}
+
+/* The kernel names of w without NCCL's prefix, ", "-separated. */
+static void add_names(char *buf, size_t size, const engine_work *w)
+{
+  for (int i = 0; i < w->nnames; i++) {
+    const char *name = w->names[i];
+    if (strncmp(name, SYM_PREFIX, strlen(SYM_PREFIX)) == 0)
+      name += strlen(SYM_PREFIX);
+    else if (strncmp(name, REGULAR_PREFIX, strlen(REGULAR_PREFIX)) == 0)
+      name += strlen(REGULAR_PREFIX);
+    add(buf, size, "%s%s", i ? ", " : "", name);
+  }
+  if (w->kernels > 0 && w->nnames == ENGINE_MAX_NAMES)
+    add(buf, size, ", ...");
+}
+
+enum what_class what_ran_describe(const engine_work *w, int nranks, char *buf,
+                                  size_t size)
+{
+  buf[0] = '\0';
+  if (w == NULL)
+    return RAN_UNKNOWN;
+  if (w->kernels == 0 && w->copies == 0) {
+    add(buf, size, "no kernel and no copy that CUPTI saw");
+    return RAN_NOTHING;
+  }
+  if (nranks == 1) {
+    if (w->kernels == 0)
+      add(buf, size, "a local copy (%ld cop%s, 0 kernels)", w->copies,
+          w->copies == 1 ? "y" : "ies");
+    else {
+      add(buf, size, "a local kernel (");
+      add_names(buf, size, w);
+      add(buf, size, ")");
+    }
+    return RAN_LOCAL;
+  }
+  if (w->kernels == 0) {
+    add(buf, size, "on the copy engines: 0 kernels, %ld cop%s", w->copies,
+        w->copies == 1 ? "y" : "ies");
+    return RAN_COPY_ENGINE;
+  }
+  int symmetric = 0, nccl = 0;
+  for (int i = 0; i < w->nnames; i++) {
+    symmetric |= strncmp(w->names[i], SYM_PREFIX, strlen(SYM_PREFIX)) == 0;
+    nccl |= strncmp(w->names[i], REGULAR_PREFIX, strlen(REGULAR_PREFIX)) == 0;
+  }
+  const char *s = w->nnames > 1 ? "s" : "";
+  if (symmetric)
+    add(buf, size, "NCCL's symmetric kernel%s ", s);
+  else if (nccl)
+    add(buf, size, "NCCL's regular kernel%s ", s);
+  else
+    add(buf, size, "kernel%s ", s);
+  add_names(buf, size, w);
+  if (!symmetric)
+    add(buf, size, " (no symmetric kernel)");
+  return symmetric ? RAN_SYMMETRIC : RAN_REGULAR;
+}
+
+/* "rank 3", "ranks 0-2", "ranks 0, 2, 5" for the ranks r with in[r]. */
+static void add_ranks(char *buf, size_t size, const int *in, int n)
+{
+  int count = 0, first = -1, last = -1, contiguous = 1;
+  for (int r = 0; r < n; r++)
+    if (in[r]) {
+      if (first < 0)
+        first = r;
+      else if (r != last + 1)
+        contiguous = 0;
+      last = r;
+      count++;
+    }
+  if (count == 1) {
+    add(buf, size, "rank %d", first);
+  } else if (contiguous) {
+    add(buf, size, "ranks %d-%d", first, last);
+  } else {
+    add(buf, size, "ranks");
+    const char *sep = " ";
+    for (int r = 0; r < n; r++)
+      if (in[r]) {
+        add(buf, size, "%s%d", sep, r);
+        sep = ", ";
+      }
+  }
+}
+
+/* The conditions NCCL needs for the outcome the example is about that fail
+ * here, as far as this program can tell (rank 0, from every rank's facts). */
+static void add_causes(char *buf, size_t size, int n, const rank_facts *facts,
+                       int want_ce)
+{
+  const size_t start = strlen(buf);
+  if (n == 1) {
+    add(buf, size,
+        "one rank: NCCL copies locally and never uses symmetric kernels or"
+        " the copy engines; run 2 or more ranks");
+    return;
+  }
+  int *in = host_calloc((size_t)n, sizeof *in);
+  int nulls = 0;
+  for (int r = 0; r < n; r++)
+    nulls += in[r] = facts[r].null_window;
+  if (nulls > 0) {
+    add(buf, size, "NULL windows on ");
+    add_ranks(buf, size, in, n);
+    add(buf, size,
+        ": the communicator has no symmetric-memory support"
+        " (NCCL_DEBUG=INFO: NCCL's INIT log says why)");
+  }
+  const char *win = getenv("NCCL_WIN_ENABLE"),
+             *cumem = getenv("NCCL_CUMEM_ENABLE");
+  if (win && strcmp(win, "0") == 0)
+    add(buf, size, "%sNCCL_WIN_ENABLE=0 is set",
+        strlen(buf) > start ? "; " : "");
+  if (cumem && strcmp(cumem, "0") == 0)
+    add(buf, size,
+        "%sNCCL_CUMEM_ENABLE=0 is set (windows need CUDA virtual memory)",
+        strlen(buf) > start ? "; " : "");
+  int driver = facts[0].driver;
+  if (want_ce && driver > 0 && driver < 12050)
+    add(buf, size, "%sthe CUDA driver is %d.%d; the copy engines need >= 12.5",
+        strlen(buf) > start ? "; " : "", driver / 1000, driver % 1000 / 10);
+  int hosts = 0;
+  for (int r = 0; r < n; r++) {
+    int seen = 0;
+    for (int q = 0; q < r && !seen; q++)
+      seen = strcmp(facts[q].host, facts[r].host) == 0;
+    hosts += !seen;
+  }
+  if (hosts > 1)
+    add(buf, size,
+        "%sthe ranks are on %d hosts: NCCL needs them in one NVLink domain"
+        " (one node; from NCCL 2.30 also a multi-node NVLink domain)",
+        strlen(buf) > start ? "; " : "", hosts);
+  /* CUDA P2P from each rank's GPU to rank 0's, on rank 0's host. */
+  for (int r = 1; r < n; r++)
+    if (facts[r].p2p_to_first == 0) {
+      add(buf, size, "%sGPUs %d and %d have no CUDA P2P access",
+          strlen(buf) > start ? "; " : "", facts[0].device, facts[r].device);
+      break; /* one such pair says enough */
+    }
+  free(in);
+  if (strlen(buf) == start)
+    add(buf, size,
+        "no known cause found (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING shows"
+        " NCCL's choice on rank 0)");
+}
+
+void what_ran_format(const char *collective, int want_ce, int n,
+                     const rank_facts *facts, const char *unavailable,
+                     char *out, size_t size)
+{
+  out[0] = '\0';
+  if (!facts[0].measured) {
+    add(out, size, "What ran: not measured: %s\n", unavailable);
+    return;
+  }
+  char(*text)[256] = host_calloc((size_t)n, sizeof *text);
+  enum what_class *cls = host_calloc((size_t)n, sizeof *cls);
+  int *in = host_calloc((size_t)n, sizeof *in);
+  for (int r = 0; r < n; r++)
+    cls[r] = what_ran_describe(facts[r].measured ? &facts[r].work : NULL, n,
+                               text[r], sizeof text[r]);
+  if (n == 1)
+    add(out, size,
+        "What ran: one rank: NCCL did %s, nothing was communicated\n", text[0]);
+  else {
+    add(out, size, "What ran: %s ran ", collective);
+    int *done = host_calloc((size_t)n, sizeof *done);
+    for (int r = 0, groups = 0; r < n; r++) {
+      if (done[r])
+        continue;
+      int members = 0;
+      for (int q = r; q < n; q++)
+        members += in[q] = !done[q] && strcmp(text[q], text[r]) == 0;
+      add(out, size, "%s%s on ", groups++ ? "; " : "",
+          text[r][0] ? text[r] : "nothing measured");
+      if (members == n)
+        add(out, size, "every rank");
+      else
+        add_ranks(out, size, in, n);
+      for (int q = r; q < n; q++)
+        done[q] |= in[q];
+      memset(in, 0, (size_t)n * sizeof *in);
+    }
+    add(out, size, "\n");
+    free(done);
+  }
+  enum what_class want = want_ce ? RAN_COPY_ENGINE : RAN_SYMMETRIC;
+  int all_as_wanted = 1;
+  for (int r = 0; r < n; r++)
+    all_as_wanted &= cls[r] == want;
+  if (!all_as_wanted) {
+    add(out, size, "%s: ",
+        want_ce ? "Why not the copy engines" : "Why no symmetric kernel");
+    add_causes(out, size, n, facts, want_ce);
+    add(out, size, "\n");
+  }
+  free(text);
+  free(cls);
+  free(in);
+}
+
+void all_ranks_finish_what_ran(const rank_ctx *ctx)
+{
+  rank_facts mine = {.device = ctx->device,
+                     .null_window = rank_got_null_window()};
+  if (gethostname(mine.host, sizeof mine.host) != 0)
+    snprintf(mine.host, sizeof mine.host, "?");
+  mine.host[sizeof mine.host - 1] = '\0';
+  if (recording) {
+    mine.measured = engine_probe_collect(ctx->device, t_start,
+                                         engine_probe_now(), &mine.work);
+    engine_probe_stop();
+    recording = 0;
+  }
+  _Static_assert(sizeof(rank_facts) <= ALL_RANKS_GATHER_MAX,
+                 "rank_facts must fit all_ranks_gather");
+  rank_facts *facts =
+      ctx->rank == 0 ? host_calloc((size_t)ctx->nranks, sizeof *facts) : NULL;
+  all_ranks_gather(ctx, &mine, sizeof mine, facts);
+  if (ctx->rank == 0) {
+    /* CUDA P2P from rank 0's GPU to the others on its host. */
+    for (int r = 1; r < ctx->nranks; r++) {
+      int can = 0;
+      if (strcmp(facts[r].host, mine.host) == 0 &&
+          facts[r].device != mine.device &&
+          cudaDeviceCanAccessPeer(&can, mine.device, facts[r].device) ==
+              cudaSuccess)
+        facts[r].p2p_to_first = can;
+    }
+    const char *coll =
+        ctx->example->collective == BENCH_ALLGATHER ? "AllGather" : "AllReduce";
+    what_ran_format(coll, ctx->example->collective == BENCH_ALLGATHER,
+                    ctx->nranks, facts, engine_probe_unavailable(), report,
+                    sizeof report);
+    free(facts);
+  }
+}
+
+void what_ran_print(void)
+{
+  if (report[0] != '\0')
+    fputs(report, stdout);
+  report[0] = '\0';
+}

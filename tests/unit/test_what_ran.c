@@ -1,0 +1,148 @@
+/* The report of what ran, from hand-made CUPTI observations: every outcome
+ * and every cause the programs can name, without a GPU. Prints each report
+ * it checks, so that a failure shows what was written. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_util.h"
+#include "what_ran.h"
+
+#define SYMK "ncclSymkDevKernel_AllReduce_RSxLD_AGxST_sum_f32"
+#define RING "ncclDevKernel_AllGather_RING_LL"
+
+static rank_facts facts[8];
+static char out[2048];
+
+/* n ranks on one host, devices 0..n-1, measured, P2P everywhere. */
+static void reset(int n)
+{
+  memset(facts, 0, sizeof facts);
+  for (int r = 0; r < n; r++) {
+    facts[r] = (rank_facts){.measured = 1,
+                            .device = r,
+                            .driver = 13000,
+                            .p2p_to_first = r ? 1 : -1};
+    snprintf(facts[r].host, sizeof facts[r].host, "node0");
+  }
+}
+
+static void kernel(int r, const char *name)
+{
+  engine_work *w = &facts[r].work;
+  w->kernels++;
+  snprintf(w->names[w->nnames++], sizeof w->names[0], "%s", name);
+}
+
+static void report(const char *coll, int want_ce, int n)
+{
+  what_ran_format(coll, want_ce, n, facts, "this build has no CUPTI", out,
+                  sizeof out);
+  printf("--- %s, %d ranks:\n%s", coll, n, out);
+}
+
+#define HAS(text)   EXPECT(strstr(out, text) != NULL)
+#define LACKS(text) EXPECT(strstr(out, text) == NULL)
+
+int main(void)
+{
+  unsetenv("NCCL_WIN_ENABLE");
+  unsetenv("NCCL_CUMEM_ENABLE");
+
+  /* The outcomes the examples are about: one line, no "Why". */
+  reset(4);
+  for (int r = 0; r < 4; r++)
+    kernel(r, SYMK);
+  report("AllReduce", 0, 4);
+  HAS("What ran: AllReduce ran NCCL's symmetric kernel"
+      " AllReduce_RSxLD_AGxST_sum_f32 on every rank\n");
+  LACKS("Why");
+
+  reset(3);
+  for (int r = 0; r < 3; r++)
+    facts[r].work.copies = 2;
+  report("AllGather", 1, 3);
+  HAS("What ran: AllGather ran on the copy engines: 0 kernels, 2 copies on"
+      " every rank\n");
+  LACKS("Why");
+
+  /* A regular kernel instead, no known cause. */
+  reset(2);
+  kernel(0, RING);
+  kernel(1, RING);
+  report("AllGather", 1, 2);
+  HAS("ran NCCL's regular kernel AllGather_RING_LL (no symmetric kernel) on"
+      " every rank");
+  HAS("Why not the copy engines: no known cause found");
+
+  /* Ranks that differ are named; NULL windows are a cause. */
+  reset(4);
+  for (int r = 0; r < 4; r++)
+    kernel(r, r == 3 ? RING : SYMK);
+  facts[3].null_window = 1;
+  report("AllReduce", 0, 4);
+  HAS("symmetric kernel AllReduce_RSxLD_AGxST_sum_f32 on ranks 0-2;"
+      " NCCL's regular kernel AllGather_RING_LL (no symmetric kernel) on"
+      " rank 3");
+  HAS("Why no symmetric kernel: NULL windows on rank 3: the communicator has"
+      " no symmetric-memory support");
+  LACKS("no known cause");
+
+  /* Every cause at once, in a fixed order. */
+  reset(3);
+  for (int r = 0; r < 3; r++)
+    kernel(r, RING);
+  facts[0].null_window = facts[2].null_window = 1;
+  facts[0].driver = 12040;
+  facts[2].p2p_to_first = 0;
+  snprintf(facts[2].host, sizeof facts[2].host, "node1");
+  setenv("NCCL_WIN_ENABLE", "0", 1);
+  setenv("NCCL_CUMEM_ENABLE", "0", 1);
+  report("AllGather", 1, 3);
+  HAS("NULL windows on ranks 0, 2");
+  HAS("; NCCL_WIN_ENABLE=0 is set");
+  HAS("; NCCL_CUMEM_ENABLE=0 is set");
+  HAS("; the CUDA driver is 12.4; the copy engines need >= 12.5");
+  HAS("; the ranks are on 2 hosts");
+  HAS("; GPUs 0 and 2 have no CUDA P2P access");
+  unsetenv("NCCL_WIN_ENABLE");
+  unsetenv("NCCL_CUMEM_ENABLE");
+
+  /* The driver matters only for the copy engines. */
+  reset(2);
+  kernel(0, RING);
+  kernel(1, RING);
+  facts[0].driver = 12040;
+  report("AllReduce", 0, 2);
+  LACKS("driver");
+  HAS("no known cause found");
+
+  /* One rank: a local copy, and why. */
+  reset(1);
+  facts[0].work.copies = 1;
+  report("AllGather", 1, 1);
+  HAS("What ran: one rank: NCCL did a local copy (1 copy, 0 kernels),"
+      " nothing was communicated\n");
+  HAS("Why not the copy engines: one rank: NCCL copies locally");
+
+  /* Nothing recorded, and nothing measurable. */
+  reset(2);
+  report("AllReduce", 0, 2);
+  HAS("ran no kernel and no copy that CUPTI saw on every rank");
+  reset(2);
+  facts[0].measured = facts[1].measured = 0;
+  report("AllReduce", 0, 2);
+  EXPECT(strcmp(out, "What ran: not measured: this build has no CUPTI\n") == 0);
+
+  /* Non-contiguous rank lists. */
+  reset(5);
+  for (int r = 0; r < 5; r++)
+    kernel(r, r % 2 ? RING : SYMK);
+  report("AllReduce", 0, 5);
+  HAS("on ranks 0, 2, 4;");
+  HAS("on ranks 1, 3\n");
+
+  if (test_failures)
+    fprintf(stderr, "test_what_ran: %d failure(s)\n", test_failures);
+  return test_failures ? 1 : 0;
+}
