@@ -82,8 +82,12 @@ typedef struct mode {
 /* What one size and mode measured; on rank 0, the worst over all ranks. */
 typedef struct result {
   double us;            /* time per operation */
-  long kernels, copies; /* per ATTRIBUTION_OPS operations; -1: not known */
-  int wrong;            /* some rank's result was wrong */
+  long kernels, copies; /* most of any rank, per ATTRIBUTION_OPS operations;
+                           -1: not known */
+  char engine[8];       /* what ran on each rank: CE, SYM, SM, copy, none,
+                           n/a, or mixed when the ranks differ (rank 0) */
+  char kernel_names[160]; /* rank 0's kernels, or each rank's if mixed */
+  int wrong;              /* some rank's result was wrong */
 } result;
 
 typedef struct bench {
@@ -161,7 +165,8 @@ typedef struct row {
   const char *mode;
   size_t bytes, count;
   double us, algbw, busbw, roof, pct;
-  char engine[48];
+  char engine[8];
+  char kernel_names[160];
   double kernels, copies, speedup;
   double coll_slowdown, gemm_slowdown;
 } row;

@@ -52,6 +52,7 @@ static const column columns[] = {
      "%.2f"},
     {"gemm_slowdown_pct", CSV_ONLY, NUMBER, F(gemm_slowdown), "", "", "",
      "%.2f"},
+    {"kernel_names", CSV_ONLY, TEXT, F(kernel_names), "", "", "", "%s"},
 };
 #define NCOLUMNS (sizeof columns / sizeof columns[0])
 
@@ -173,25 +174,14 @@ void report_header(bench *b)
                      " measure that, not NCCL (the pthread build measures)\n",
                ctx->nranks, ctx->ngpus);
   print_root(ctx,
-             "# %%roof: %s / roof; engine (CUPTI): CE = copies only,"
-             " SM(k) = k kernels per operation\n",
+             "# %%roof: %s / roof; engine (CUPTI, each rank's own work): CE ="
+             " copies only; SYM = NCCL's symmetric kernel; SM = other kernels;"
+             " copy = one rank's local copy; mixed = the ranks differ (CSV:"
+             " kernel_names)\n",
              ctx->nranks == 1 ? "algbw" : "busbw");
   print_table_line(b, NULL);
   if (b->csv)
     write_csv_line(b, NULL);
-}
-
-/* What the engine column says about a result. */
-static void engine_text(const result *r, char *buf, size_t size)
-{
-  if (r->kernels < 0)
-    snprintf(buf, size, "n/a");
-  else if (r->kernels == 0 && r->copies == 0)
-    snprintf(buf, size, "none"); /* nothing recorded: say so, claim nothing */
-  else if (r->kernels == 0)
-    snprintf(buf, size, "CE");
-  else
-    snprintf(buf, size, "SM(%g)", (double)r->kernels / ATTRIBUTION_OPS);
 }
 
 void report_size(bench *b, size_t bytes, size_t count, double roof_us,
@@ -218,7 +208,9 @@ void report_size(bench *b, size_t bytes, size_t count, double roof_us,
         .coll_slowdown = NAN,
         .gemm_slowdown = NAN,
     };
-    engine_text(&res[i], rows[i].engine, sizeof rows[i].engine);
+    snprintf(rows[i].engine, sizeof rows[i].engine, "%s", res[i].engine);
+    snprintf(rows[i].kernel_names, sizeof rows[i].kernel_names, "%s",
+             res[i].kernel_names);
   }
   if (b->ctx->rank != 0)
     return;
