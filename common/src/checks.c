@@ -28,20 +28,32 @@ void set_program_name(const char *name) { program_name = name; }
 
 void print_error(const char *fmt, ...)
 {
-  /* One write per message, so lines of several ranks do not interleave. */
-  char line[1024];
-  int n;
-  int rank = error_rank;
-  if (rank >= 0)
-    n = snprintf(line, sizeof line, "%s: rank %d: ", program_name, rank);
+  /* One write per message, so lines of several ranks do not interleave;
+   * as long as the message is (NCCL's last-error text can be ~1 KB). */
+  char prefix[128];
+  if (error_rank >= 0)
+    snprintf(prefix, sizeof prefix, "%s: rank %d: ", program_name, error_rank);
   else
-    n = snprintf(line, sizeof line, "%s: ", program_name);
+    snprintf(prefix, sizeof prefix, "%s: ", program_name);
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+  int len = vsnprintf(NULL, 0, fmt, ap);
+  va_end(ap);
+  size_t size = strlen(prefix) + (len > 0 ? (size_t)len : 0) + 1;
+  char *line = malloc(size);
+  if (line == NULL) { /* out of memory: at least the prefix and format */
+    fputs(prefix, stderr);
+    fputs(fmt, stderr);
+    fflush(stderr);
+    return;
+  }
+  memcpy(line, prefix, strlen(prefix) + 1);
+  va_start(ap, fmt);
+  vsnprintf(line + strlen(prefix), size - strlen(prefix), fmt, ap);
   va_end(ap);
   fputs(line, stderr);
   fflush(stderr);
+  free(line);
 }
 
 void *host_calloc(size_t n, size_t size)

@@ -1,6 +1,8 @@
 /* The driver: one run of an example, the same in both builds. What differs
  * between threads and MPI processes is behind transport.h. */
+#include <errno.h>
 #include <stdio.h>
+#include <string.h>
 #include <stdlib.h>
 
 #include <cuda_runtime.h>
@@ -128,7 +130,12 @@ int run_example(int argc, char *argv[], const example_desc *example)
     what_ran_print();
 
 done:
-  fflush(stdout);
+  /* Lost output is a failure: the verification lines are the result. */
+  if (fflush(stdout) != 0 || ferror(stdout)) {
+    print_error("writing to standard output failed: %s\n",
+                errno ? strerror(errno) : "unknown error");
+    status = EXIT_FAILURE;
+  }
   transport_stop();
   return status;
 }

@@ -18,6 +18,11 @@ for p in $PROGRAMS; do
       run "$bin" -n "$v"; want_status 2; want_err "invalid count '$v'"; end
     fi
   done
+  if begin "options/$p-help-to-a-full-disk"; then
+    need real-programs-pthread
+    run sh -c '"$0" -h >/dev/full' "$bin"
+    want_status 1; want_err "$p: writing to standard output failed: No space left on device"; end
+  fi
   if begin "options/$p-unexpected-argument"; then
     need real-programs-pthread
     run "$bin" 16; want_status 2; want_err "unexpected argument '16'"; want_err "Usage: $p"; end

@@ -35,6 +35,16 @@ for variant in sim-pthread sim-mpi; do
         end
       fi
     done
+    # (Not under mpirun: the ranks' stdout goes to mpirun, which writes it
+    # on and does not tell the ranks when that fails.)
+    c="fault/pthread/$p-stdout-full"
+    if [ $mode = pthread ] && begin "$c"; then
+      need programs-sim-pthread
+      SIM_DIR=$TMPDIR NTHREADS=2 run sh -c '"$0" -n '$SMALL' >/dev/full' "$B/sim-pthread/$p"
+      want_status 1
+      want_err "$p: writing to standard output failed: No space left on device"
+      end
+    fi
     c="fault/$mode/$p-no-symmetric-support"
     if { [ $mode = pthread ] || mpi_cases "$c"; } && begin "$c"; then
       SIM_NO_SYMMETRIC=1 sim_run $variant $p 3 -n $SMALL

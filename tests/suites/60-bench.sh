@@ -77,6 +77,13 @@ for p in $PROGRAMS; do
     no_violation
     end
   fi
+  if begin "bench/sim-pthread/$p-csv-long-path-unwritable"; then
+    long=/nonexistent$(for i in $(seq 12); do printf '/%0100d' $i; done)/x.csv # 1.2 KB
+    sim_run sim-pthread $p 2 --bench -b 4K -e 4K --csv "$long"
+    want_status 1
+    want_err "x.csv: No such file or directory"
+    end
+  fi
   if begin "bench/sim-pthread/$p-csv-unwritable"; then
     sim_run sim-pthread $p 2 --bench -b 4K -e 4K --csv /nonexistent-dir/x.csv
     want_status 1
