@@ -2,8 +2,8 @@
  * between threads and MPI processes is behind transport.h. */
 #include <errno.h>
 #include <stdio.h>
-#include <string.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cuda_runtime.h>
 
@@ -99,17 +99,59 @@ static int check_job(const example_options *opts, int nranks, int ngpus,
   return EXIT_SUCCESS;
 }
 
+/* A checksum of the options that matter to every rank (31 bits). */
+static int options_checksum(const example_options *o, enum parse_result r)
+{
+  unsigned long long h = 1469598103934665603ull;
+  const unsigned long long values[] = {
+      r,         o->count,  o->bench, o->min_bytes, o->max_bytes,
+      o->factor, o->warmup, o->iters, o->overlap,   o->csv != NULL};
+  for (size_t i = 0; i < sizeof values / sizeof values[0]; i++)
+    h = (h ^ values[i]) * 1099511628211ull;
+  return (int)(h & 0x7fffffff);
+}
+
+/* Parses the command line on every process; in MPI mode every rank must
+ * have the same options, or none runs: a rank that cannot parse its own
+ * says why, and a rank whose options differ from rank 0's says so.
+ * Returns 0 (and *parsed: PARSE_OK or PARSE_HELP) or EXIT_USAGE, the same
+ * on every process. Ranks other than 0 print only their own problems. */
+static int agree_on_options(int argc, char *argv[], example_options *opts,
+                            enum parse_result *parsed)
+{
+  const int process = transport_process();
+  *parsed = parse_options(argc, argv, opts, process != 0);
+  if (transport_worst(*parsed == PARSE_BAD) != 0) {
+    if (process != 0 && *parsed == PARSE_BAD) {
+      parse_options(argc, argv, opts, 0); /* now saying why */
+    } else if (process == 0 && *parsed != PARSE_BAD)
+      print_error("stopping: another MPI rank could not parse its command"
+                  " line (see its message); every rank needs the same"
+                  " options\n");
+    return EXIT_USAGE;
+  }
+  int mine = options_checksum(opts, *parsed);
+  int root = transport_worst(process == 0 ? mine : -1); /* rank 0's */
+  if (transport_worst(mine != root)) {
+    if (mine != root)
+      print_error("rank %d: its command line differs from rank 0's\n", process);
+    if (process == 0)
+      print_error("stopping: the MPI ranks got different command lines;"
+                  " every rank needs the same options\n");
+    return EXIT_USAGE;
+  }
+  return EXIT_SUCCESS;
+}
+
 int run_example(int argc, char *argv[], const example_desc *example)
 {
   transport_start(&argc, &argv);
   int first = transport_process() == 0;
   example_options opts;
-  int status = EXIT_SUCCESS;
-  switch (parse_options(argc, argv, &opts, !first)) {
-  case PARSE_HELP: status = EXIT_SUCCESS; goto done;
-  case PARSE_BAD: status = EXIT_USAGE; goto done;
-  case PARSE_OK: break;
-  }
+  enum parse_result parsed = PARSE_OK;
+  int status = agree_on_options(argc, argv, &opts, &parsed);
+  if (status != EXIT_SUCCESS || parsed == PARSE_HELP)
+    goto done;
 
   int ngpus = 0, nranks = 0;
   cudaError_t gpu_err = count_gpus(&ngpus);

@@ -82,6 +82,19 @@ for variant in sim-pthread sim-mpi; do
       want_err "rank 1: stopping: another rank has no GPU of its own (see its message)"
       end
     fi
+    for mix in "-n 16:-n 0:rank 1: invalid count '0'" "-n 16:-n 32:rank 1: its command line differs from rank 0's" \
+      "-h:-n 16:rank 1: its command line differs from rank 0's" "-n 16:--bogus:rank 1: unknown option '--bogus'"; do
+      IFS=: read -r a0 a1 text <<<"$mix"
+      c="fault/mpi/$p-ranks-disagree-${a0// /}-vs-${a1// /}"
+      if [ $mode = mpi ] && mpi_cases "$c" && begin "$c"; then
+        need programs-sim-mpi
+        SIM_DIR=$TMPDIR run "${MPIRUN[@]}" -np 1 "$B/sim-mpi/$p" $a0 : -np 1 "$B/sim-mpi/$p" $a1
+        want_status 2
+        want_err "$text"
+        [[ $a0 == -h ]] || want_err "rank 0: stopping: "
+        end
+      fi
+    done
     c="fault/$mode/$p-no-gpu"
     if { [ $mode = pthread ] || mpi_cases "$c"; } && begin "$c"; then
       SIM_DEVICES=0 sim_run $variant $p 2
