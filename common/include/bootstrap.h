@@ -14,6 +14,7 @@
  *   1  run-time failure: no usable GPU, a CUDA/NCCL/MPI call failed, NCCL too
  *      old, or a result was wrong
  *   2  usage error: bad option or NTHREADS, or more ranks than GPUs
+ *   3  the watchdog ended the job (EXIT_TIMEOUT, watchdog.h)
  */
 #ifndef BOOTSTRAP_H
 #define BOOTSTRAP_H

@@ -14,19 +14,37 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+/* Each check also notes the call in progress, so that a watchdog can say
+ * which call a rank is stuck in (common/src/watchdog.c). */
 #define CUDACHECK(call)                                                        \
   do {                                                                         \
+    call_begin(#call, __FILE__, __LINE__);                                     \
     cudaError_t err_ = (call);                                                 \
+    call_end();                                                                \
     if (err_ != cudaSuccess)                                                   \
       fail_cuda(__FILE__, __LINE__, #call, err_);                              \
   } while (0)
 
 #define NCCLCHECK(call)                                                        \
   do {                                                                         \
+    call_begin(#call, __FILE__, __LINE__);                                     \
     ncclResult_t res_ = (call);                                                \
+    call_end();                                                                \
     if (res_ != ncclSuccess)                                                   \
       fail_nccl(__FILE__, __LINE__, #call, res_);                              \
   } while (0)
+
+/* The calling thread starts / has finished a call that may wait (calls
+ * nest a few deep; the innermost is reported). Cheap; no effect until the
+ * thread has a rank (set_error_rank). */
+void call_begin(const char *call, const char *file, int line);
+void call_end(void);
+
+/* What rank `rank`'s thread of this process is doing, for the watchdog:
+ * returns 1 and the innermost call in progress with how long it has run
+ * (ms), 0 if that rank is in no call, -1 if no thread of this process runs
+ * it. call_text gets "CALL (file:line)". */
+int call_in_progress(int rank, char *call_text, size_t size, double *ms);
 
 /* Report a failed call (see above) and end the job. Never return. */
 _Noreturn void fail_cuda(const char *file, int line, const char *call,

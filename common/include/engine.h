@@ -27,10 +27,10 @@ uint64_t engine_probe_now(void);
 /* What ran on a device: the kernels and copies CUPTI recorded. */
 #define ENGINE_MAX_NAMES 4
 typedef struct engine_work {
-  long kernels;      /* kernels */
-  long copies;       /* copies within the GPU or between GPUs */
-  long host_copies;  /* copies to or from host memory */
-  int nnames;        /* distinct kernel names (first ENGINE_MAX_NAMES) */
+  long kernels;     /* kernels */
+  long copies;      /* copies within the GPU or between GPUs */
+  long host_copies; /* copies to or from host memory */
+  int nnames;       /* distinct kernel names (first ENGINE_MAX_NAMES) */
   char names[ENGINE_MAX_NAMES][64]; /* unmangled: ncclSymkDevKernel_... */
 } engine_work;
 
@@ -39,7 +39,6 @@ typedef struct engine_work {
  * share a GPU). Flushes CUPTI's buffers first, so everything that finished
  * is counted. Returns 1, or 0 when nothing is known (no CUPTI: *w is
  * zeroed). */
-int engine_probe_collect(int device, uint64_t t0, uint64_t t1,
-                         engine_work *w);
+int engine_probe_collect(int device, uint64_t t0, uint64_t t1, engine_work *w);
 
 #endif

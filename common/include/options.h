@@ -21,6 +21,7 @@ typedef struct example_options {
   int warmup, iters;           /* -w, -i: operations per size and mode */
   const char *csv;             /* --csv FILE: rows also as CSV */
   int overlap;                 /* --overlap: SGEMM beside the collective */
+  int timeout;                 /* --timeout S: the watchdog's limit, 0: none */
 } example_options;
 
 #define BENCH_DEFAULT_MIN    ((size_t)1 << 10)

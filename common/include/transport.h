@@ -30,6 +30,10 @@ int transport_rank_count(int ngpus, int *nranks);
  * threads: 0 and nranks). The node-local rank picks the GPU. */
 void transport_node(int nranks, int *local_rank, int *local_size);
 
+/* The ranks this process runs: first .. first + count - 1 (threads: all of
+ * them; MPI: its own). */
+void transport_my_ranks(int nranks, int *first, int *count);
+
 /* Collective over processes, before any rank runs: the largest value any
  * process passed (for threads: value). */
 int transport_worst(int value);

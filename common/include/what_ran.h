@@ -5,8 +5,8 @@
  *
  * After the lesson, rank 0 prints one line naming what ran on every rank
  * (from CUPTI's kernel and copy records of each rank's own work), e.g.
- *   What ran: AllGather ran on the copy engines: 0 kernels, 3 copies on every rank
- * and, when that is not the example's point (no copy engine for
+ *   What ran: AllGather ran on the copy engines: 0 kernels, 3 copies on every
+ * rank and, when that is not the example's point (no copy engine for
  * allgather_ce, no symmetric kernel for allreduce_sm), a second line naming
  * the conditions that fail here, or "no known cause found". This is a
  * report, never an error.

@@ -5,13 +5,108 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <pthread.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char *program_name = "nccl-example";
 static _Thread_local int error_rank = -1;
 static void (*end_job)(int status);
 
-void set_error_rank(int rank) { error_rank = rank; }
+/* ------------------------------------------------- calls in progress */
+
+#define MAX_SLOTS 1024 /* ranks one process may run (NTHREADS_MAX) */
+#define MAX_DEPTH 4
+
+typedef struct call_slot {
+  int rank; /* -1: free */
+  int depth;
+  struct {
+    const char *call, *file;
+    int line;
+    double since_ms;
+  } stack[MAX_DEPTH];
+} call_slot;
+
+static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
+static call_slot slots[MAX_SLOTS];
+static int nslots;
+static _Thread_local call_slot *my_slot;
+
+static double now_ms(void)
+{
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+void set_error_rank(int rank)
+{
+  error_rank = rank;
+  pthread_mutex_lock(&slots_lock);
+  if (my_slot != NULL) { /* a new rank, or -1: the slot is free again */
+    my_slot->rank = rank;
+    my_slot->depth = 0;
+    if (rank < 0)
+      my_slot = NULL;
+  } else if (rank >= 0) {
+    for (int i = 0; i < nslots && my_slot == NULL; i++)
+      if (slots[i].rank < 0)
+        my_slot = &slots[i];
+    if (my_slot == NULL && nslots < MAX_SLOTS)
+      my_slot = &slots[nslots++];
+    if (my_slot != NULL)
+      *my_slot = (call_slot){.rank = rank};
+  }
+  pthread_mutex_unlock(&slots_lock);
+}
+
+void call_begin(const char *call, const char *file, int line)
+{
+  if (my_slot == NULL)
+    return;
+  pthread_mutex_lock(&slots_lock);
+  int d = my_slot->depth++;
+  if (d < MAX_DEPTH) {
+    my_slot->stack[d].call = call;
+    my_slot->stack[d].file = file;
+    my_slot->stack[d].line = line;
+    my_slot->stack[d].since_ms = now_ms();
+  }
+  pthread_mutex_unlock(&slots_lock);
+}
+
+void call_end(void)
+{
+  if (my_slot == NULL)
+    return;
+  pthread_mutex_lock(&slots_lock);
+  if (my_slot->depth > 0)
+    my_slot->depth--;
+  pthread_mutex_unlock(&slots_lock);
+}
+
+static const char *base_name(const char *path);
+
+int call_in_progress(int rank, char *call_text, size_t size, double *ms)
+{
+  int found = -1;
+  pthread_mutex_lock(&slots_lock);
+  for (int i = 0; i < nslots && found < 0; i++) {
+    const call_slot *s = &slots[i];
+    if (s->rank != rank)
+      continue;
+    found = s->depth > 0;
+    if (found) {
+      int d = (s->depth < MAX_DEPTH ? s->depth : MAX_DEPTH) - 1;
+      snprintf(call_text, size, "%s (%s:%d)", s->stack[d].call,
+               base_name(s->stack[d].file), s->stack[d].line);
+      *ms = now_ms() - s->stack[d].since_ms;
+    }
+  }
+  pthread_mutex_unlock(&slots_lock);
+  return found;
+}
 
 void on_fatal_error(void (*fn)(int status)) { end_job = fn; }
 

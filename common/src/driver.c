@@ -12,6 +12,7 @@
 #include "checks.h"
 #include "requirements.h"
 #include "transport.h"
+#include "watchdog.h"
 #include "what_ran.h"
 
 int all_ranks_ok(const rank_ctx *ctx, int ok)
@@ -165,7 +166,12 @@ int run_example(int argc, char *argv[], const example_desc *example)
     transport_banner(nranks, ngpus);
     fflush(stdout);
   }
+  /* From here on nothing waits for ever: see watchdog.h. */
+  int first_rank, my_ranks;
+  transport_my_ranks(nranks, &first_rank, &my_ranks);
+  watchdog_start(opts.timeout, first_rank, my_ranks);
   status = run_ranks(nranks, ngpus, &opts, run_rank, example);
+  watchdog_stop();
   if (first && status == EXIT_SUCCESS)
     printf("\nAll NCCL communicators finalized successfully!\n");
   if (first)

@@ -1,6 +1,7 @@
 #include "options.h"
 
 #include "checks.h"
+#include "watchdog.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -18,6 +19,8 @@ static void print_usage(FILE *out, const char *prog)
       "              [--csv FILE] [--overlap]\n"
       "  -n, --count COUNT  floats per rank (default %zu)\n"
       "  -h, --help         show this help and exit\n"
+      "  --timeout SECONDS  end the job (exit 3) when one call has not\n"
+      "                     returned after this long (default %d; 0: never)\n"
       "  --bench            measure instead: time, bandwidth and engine per\n"
       "                     message size, with and without symmetric windows\n"
       "  -b, -e SIZE        smallest and largest message in bytes, K/M/G\n"
@@ -28,8 +31,8 @@ static void print_usage(FILE *out, const char *prog)
       "  --overlap          also time an SGEMM loop running beside the collective\n"
       "Environment (pthread build): NTHREADS=N runs N ranks, one per GPU\n"
       "(default: every visible GPU). MPI build: one rank per process.\n",
-      prog, prog, DEFAULT_COUNT, BENCH_DEFAULT_FACTOR, BENCH_DEFAULT_WARMUP,
-      BENCH_DEFAULT_ITERS);
+      prog, prog, DEFAULT_COUNT, WATCHDOG_DEFAULT_S, BENCH_DEFAULT_FACTOR,
+      BENCH_DEFAULT_WARMUP, BENCH_DEFAULT_ITERS);
 }
 
 /* Reports a bad option value; returns PARSE_BAD. */
@@ -56,6 +59,17 @@ int parse_positive(const char *text, unsigned long long max,
     return -1;
   *out = value;
   return 0;
+}
+
+/* Like parse_positive, but 0 (written with any number of zeros) is allowed. */
+static int parse_count_or_zero(const char *text, unsigned long long max,
+                               unsigned long long *out)
+{
+  if (text != NULL && text[0] == '0' && text[strspn(text, "0")] == '\0') {
+    *out = 0;
+    return 0;
+  }
+  return parse_positive(text, max, out);
 }
 
 int parse_size(const char *text, size_t *out)
@@ -106,13 +120,14 @@ int count_fits(size_t count, int nranks)
 enum parse_result parse_options(int argc, char *argv[], example_options *opts,
                                 int quiet)
 {
-  enum { OPT_BENCH = 1000, OPT_CSV, OPT_OVERLAP };
+  enum { OPT_BENCH = 1000, OPT_CSV, OPT_OVERLAP, OPT_TIMEOUT };
   static const struct option longopts[] = {
       {"count", required_argument, NULL, 'n'},
       {"help", no_argument, NULL, 'h'},
       {"bench", no_argument, NULL, OPT_BENCH},
       {"csv", required_argument, NULL, OPT_CSV},
       {"overlap", no_argument, NULL, OPT_OVERLAP},
+      {"timeout", required_argument, NULL, OPT_TIMEOUT},
       {NULL, 0, NULL, 0},
   };
   const char *slash = strrchr(argv[0], '/');
@@ -125,6 +140,7 @@ enum parse_result parse_options(int argc, char *argv[], example_options *opts,
       .factor = BENCH_DEFAULT_FACTOR,
       .warmup = BENCH_DEFAULT_WARMUP,
       .iters = BENCH_DEFAULT_ITERS,
+      .timeout = WATCHDOG_DEFAULT_S,
   };
   const char *needs_bench = NULL; /* an option that only --bench uses */
 
@@ -164,9 +180,7 @@ enum parse_result parse_options(int argc, char *argv[], example_options *opts,
       needs_bench = "-f";
       break;
     case 'w':
-      if (strcmp(optarg, "0") == 0)
-        value = 0;
-      else if (parse_positive(optarg, 1000000, &value) != 0)
+      if (parse_count_or_zero(optarg, 1000000, &value) != 0)
         return bad_value(opts, quiet, "-w", optarg,
                          "use a whole number from 0 to 1000000");
       opts->warmup = (int)value;
@@ -182,6 +196,12 @@ enum parse_result parse_options(int argc, char *argv[], example_options *opts,
     case OPT_CSV:
       opts->csv = optarg;
       needs_bench = "--csv";
+      break;
+    case OPT_TIMEOUT:
+      if (parse_count_or_zero(optarg, 86400, &value) != 0)
+        return bad_value(opts, quiet, "--timeout", optarg,
+                         "use whole seconds from 0 (never) to 86400");
+      opts->timeout = (int)value;
       break;
     case OPT_OVERLAP:
       opts->overlap = 1;

@@ -1,5 +1,5 @@
 /* Deliberately wrong programs, one per lifecycle rule, run on 2 thread ranks
- * against ncclsim: `rules CASE` must end with that rule's violation (exit 3).
+ * against ncclsim: `rules CASE` must end with that rule's violation (exit 70).
  * They prove the simulation's checks can fail. */
 #include <stdio.h>
 #include <stdlib.h>

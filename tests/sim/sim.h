@@ -12,14 +12,17 @@
  * It also enforces the rules of the symmetric-memory lifecycle that real
  * NCCL does not reliably catch. A violation prints
  *   ncclsim: RULE VIOLATION [rule] rank R in CALL: details
- * and ends the process with status SIM_EXIT_VIOLATION (3).
+ * and ends the process with status SIM_EXIT_VIOLATION (70, apart from the programs' own 0-3).
  *
  * Settings (environment):
  *   SIM_DEVICES=N        visible devices (default 8; 0 = no GPU)
  *   SIM_NCCL_VERSION=C   version code ncclGetVersion reports (default: the
  *                        headers' NCCL_VERSION_CODE)
  *   SIM_NO_SYMMETRIC=1   no symmetric support: windows come back NULL
- *   SIM_FAIL=CALL:R      CALL fails on rank R (e.g. ncclMemAlloc:2)
+ *   SIM_FAIL=CALL:R[,CALL:R...]  CALL fails on rank R (e.g. ncclMemAlloc:2);
+ *                        an unknown CALL or a rank that is not a number
+ *                        ends the process
+ *   SIM_HANG=CALL:R[,...] CALL never returns on rank R
  *   SIM_WRONG_RESULT=R[:I]  rank R's collective result is wrong at index I
  *   SIM_TIMEOUT_MS=T     how long a rank waits for its peers (default 10000)
  *   SIM_DRIVER_VERSION=V what cudaDriverGetVersion reports (default 13000)
@@ -56,7 +59,7 @@
 #include <stddef.h>
 #include <time.h>
 
-#define SIM_EXIT_VIOLATION 3
+#define SIM_EXIT_VIOLATION 70
 #define SIM_MAGIC          "ncclsim:"
 #define PATH_LEN           512
 

@@ -67,17 +67,73 @@ _Noreturn void violation(const struct ncclComm *comm, const char *rule,
   _exit(SIM_EXIT_VIOLATION);
 }
 
-/* SIM_FAIL=CALL:RANK: does this call fail here? */
+/* The calls SIM_FAIL and SIM_HANG can name (each calls injected_failure). */
+static const char *const injectable[] = {"cudaMalloc",
+                                         "cudaMemcpy",
+                                         "cudaStreamCreate",
+                                         "ncclGetUniqueId",
+                                         "ncclCommInitRank",
+                                         "ncclCommInitRankConfig",
+                                         "ncclMemAlloc",
+                                         "ncclCommWindowRegister",
+                                         "ncclCommWindowDeregister",
+                                         "ncclAllReduce",
+                                         "ncclAllGather",
+                                         "ncclCommFinalize",
+                                         "cublasCreate_v2",
+                                         "cublasSgemm_v2"};
+#define NINJECTABLE (sizeof injectable / sizeof injectable[0])
+
+static int is_injectable(const char *name, size_t len)
+{
+  for (size_t i = 0; i < NINJECTABLE; i++)
+    if (strlen(injectable[i]) == len && strncmp(injectable[i], name, len) == 0)
+      return 1;
+  return 0;
+}
+
+/* Does the list `spec` ("CALL:RANK[,CALL:RANK...]", from variable `var`)
+ * name this call on this rank? A spec naming an unknown call or a rank
+ * that is not a number ends the process: a misspelt injection must not
+ * pass as "nothing happened". */
+static int spec_matches(const char *var, const char *spec, const char *call)
+{
+  for (const char *item = spec; *item;) {
+    size_t len = strcspn(item, ",");
+    const char *colon = memchr(item, ':', len);
+    size_t digits = colon ? strspn(colon + 1, "0123456789") : 0;
+    if (colon == NULL || digits == 0 || colon + 1 + digits != item + len ||
+        !is_injectable(item, (size_t)(colon - item))) {
+      fprintf(stderr,
+              "ncclsim: bad %s='%s': each item must be CALL:RANK with CALL one"
+              " of the calls the simulation can fail",
+              var, spec);
+      for (size_t i = 0; i < NINJECTABLE; i++)
+        fprintf(stderr, "%s%s", i ? ", " : " (", injectable[i]);
+      fprintf(stderr, ") and RANK a number\n");
+      _exit(SIM_EXIT_VIOLATION);
+    }
+    if ((size_t)(colon - item) == strlen(call) &&
+        strncmp(item, call, strlen(call)) == 0 && atoi(colon + 1) == sim_rank())
+      return 1;
+    item += len + (item[len] == ',');
+  }
+  return 0;
+}
+
 int injected_failure(const char *call)
 {
+  if (!is_injectable(call, strlen(call))) {
+    fprintf(stderr, "ncclsim: internal: %s is not in the injectable list\n",
+            call);
+    _exit(SIM_EXIT_VIOLATION);
+  }
+  const char *hang = getenv("SIM_HANG");
+  if (hang != NULL && spec_matches("SIM_HANG", hang, call))
+    for (;;)
+      pause(); /* a call that never returns */
   const char *spec = getenv("SIM_FAIL");
-  if (spec == NULL)
-    return 0;
-  const char *colon = strrchr(spec, ':');
-  if (colon == NULL || (size_t)(colon - spec) != strlen(call) ||
-      strncmp(spec, call, strlen(call)) != 0)
-    return 0;
-  if (atoi(colon + 1) != sim_rank())
+  if (spec == NULL || !spec_matches("SIM_FAIL", spec, call))
     return 0;
   snprintf(last_error, sizeof last_error,
            "ncclsim: injected failure of %s on rank %d", call, sim_rank());

@@ -31,6 +31,12 @@ for p in $PROGRAMS; do
     need real-programs-pthread
     run "$bin" -n; want_status 2; want_err "option '-n' needs a value"; end
   fi
+  for v in -1 abc 86401 1.5; do
+    if begin "options/$p-timeout-$v"; then
+      need real-programs-pthread
+      run "$bin" --timeout "$v"; want_status 2; want_err "invalid --timeout '$v': use whole seconds from 0 (never) to 86400"; end
+    fi
+  done
   for v in abc 2x 0 -1 "" 99999999999 " 2"; do
     if begin "options/$p-NTHREADS=$v"; then
       need real-programs-pthread

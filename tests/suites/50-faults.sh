@@ -95,6 +95,35 @@ for variant in sim-pthread sim-mpi; do
         end
       fi
     done
+    # A call that never returns: the watchdog ends the job with exit 3.
+    for call in "$(collective_of $p)" ncclCommWindowRegister; do
+      c="hang/$mode/$p-$call-on-rank-1"
+      [ $mode = mpi ] && { mpi_cases "$c" || continue; }
+      if begin "$c"; then
+        start=$(date +%s)
+        SIM_HANG=$call:1 sim_run $variant $p 3 -n $SMALL --timeout 2
+        want_status 3
+        want_err "rank 1: timed out: still in $call("
+        want_err "a call took longer than --timeout 2 s: ending the job (exit 3)"
+        [ $(($(date +%s) - start)) -le 8 ] || why+="took $(($(date +%s) - start)) s, not about 2; "
+        end
+      fi
+    done
+    c="fault/$mode/$p-misspelt-injection"
+    if { [ $mode = pthread ] || mpi_cases "$c"; } && begin "$c"; then
+      SIM_FAIL=ncclMemAloc:1 sim_run $variant $p 2 -n $SMALL
+      want_failure
+      want_err "ncclsim: bad SIM_FAIL='ncclMemAloc:1'"
+      end
+    fi
+    c="fault/$mode/$p-failures-on-two-ranks"
+    if { [ $mode = pthread ] || mpi_cases "$c"; } && begin "$c"; then
+      SIM_FAIL=ncclMemAlloc:1,ncclMemAlloc:2 sim_run $variant $p 3 -n $SMALL
+      want_failure
+      [ $mode = pthread ] && want_status 1
+      want_err "injected failure of ncclMemAlloc on rank"
+      end
+    fi
     c="fault/$mode/$p-no-gpu"
     if { [ $mode = pthread ] || mpi_cases "$c"; } && begin "$c"; then
       SIM_DEVICES=0 sim_run $variant $p 2

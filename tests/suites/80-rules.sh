@@ -24,7 +24,7 @@ for rule in $SIM_RULES; do
   if begin "rule/$rule"; then
     need sim-pthread/rules
     SIM_DIR=$TMPDIR SIM_TIMEOUT_MS=1000 run "$B/sim-pthread/rules" "$rule"
-    want_status 3
+    want_status 70
     want_err "RULE VIOLATION [$rule]"
     end
   fi

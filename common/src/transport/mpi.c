@@ -14,7 +14,9 @@
 /* Like CUDACHECK and NCCLCHECK (checks.h), for MPI calls. */
 #define MPICHECK(call)                                                         \
   do {                                                                         \
+    call_begin(#call, __FILE__, __LINE__);                                     \
     int mpi_err_ = (call);                                                     \
+    call_end();                                                                \
     if (mpi_err_ != MPI_SUCCESS)                                               \
       fail_mpi(__FILE__, __LINE__, #call, mpi_err_);                           \
   } while (0)
@@ -161,4 +163,11 @@ void transport_banner(int nranks, int ngpus)
 {
   (void)ngpus;
   printf("Number of processes: %d\n", nranks);
+}
+
+void transport_my_ranks(int nranks, int *first, int *count)
+{
+  (void)nranks;
+  *first = transport_process();
+  *count = 1;
 }

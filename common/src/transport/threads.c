@@ -21,9 +21,13 @@ struct run_state {
   int *values;          /* one int per rank for all_ranks_max */
 };
 
-static void wait_all(run_state *run)
+/* Waits for every rank at the run's barrier; `who` names the collective
+ * call for the watchdog. */
+static void wait_all(run_state *run, const char *who)
 {
+  call_begin(who, __FILE__, __LINE__);
   int err = pthread_barrier_wait(&run->barrier);
+  call_end();
   if (err != 0 && err != PTHREAD_BARRIER_SERIAL_THREAD) {
     print_error("pthread_barrier_wait failed: %s\n", strerror(err));
     job_abort(1);
@@ -35,10 +39,12 @@ void util_broadcast(int root, const rank_ctx *ctx, ncclUniqueId *id)
   run_state *run = ctx->run;
   if (ctx->rank == root)
     run->id = *id;
-  wait_all(run);
+  wait_all(run, __func__);
   if (ctx->rank != root)
     *id = run->id;
-  wait_all(run); /* the slot may be reused only after everyone has read it */
+  wait_all(
+      run,
+      __func__); /* the slot may be reused only after everyone has read it */
 }
 
 void all_ranks_gather(const rank_ctx *ctx, const void *mine, size_t size,
@@ -46,24 +52,24 @@ void all_ranks_gather(const rank_ctx *ctx, const void *mine, size_t size,
 {
   run_state *run = ctx->run;
   memcpy(run->slots + (size_t)ctx->rank * ALL_RANKS_GATHER_MAX, mine, size);
-  wait_all(run);
+  wait_all(run, __func__);
   if (ctx->rank == 0)
     for (int r = 0; r < run->nranks; r++)
       memcpy((unsigned char *)all + (size_t)r * size,
              run->slots + (size_t)r * ALL_RANKS_GATHER_MAX, size);
-  wait_all(run);
+  wait_all(run, __func__);
 }
 
 int all_ranks_max(const rank_ctx *ctx, int value)
 {
   run_state *run = ctx->run;
   run->values[ctx->rank] = value;
-  wait_all(run);
+  wait_all(run, __func__);
   int max = run->values[0];
   for (int r = 1; r < run->nranks; r++)
     if (run->values[r] > max)
       max = run->values[r];
-  wait_all(run);
+  wait_all(run, __func__);
   return max;
 }
 
@@ -88,6 +94,7 @@ static void *rank_main(void *arg)
   rank_thread *t = arg;
   set_error_rank(t->ctx.rank);
   t->status = t->fn(&t->ctx);
+  set_error_rank(-1);
   return NULL;
 }
 
@@ -185,4 +192,10 @@ void transport_too_few_gpus(int local_rank, int local_size, int ngpus)
 void transport_banner(int nranks, int ngpus)
 {
   printf("Creating %d threads for %d devices\n", nranks, ngpus);
+}
+
+void transport_my_ranks(int nranks, int *first, int *count)
+{
+  *first = 0;
+  *count = nranks;
 }
