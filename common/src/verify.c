@@ -2,7 +2,9 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
+#include "checks.h"
 #include "output.h"
 
 void fill_floats(float *values, size_t n, float value)
@@ -32,6 +34,23 @@ static int combine_outcome(const rank_ctx *ctx, int ok)
   int all_ok = all_ranks_ok(ctx, ok);
   print_root(ctx, all_ok ? "Results verified correctly\n"
                          : "Results verification failed\n");
+  /* And one line on stderr naming the wrong ranks, for whoever reads only
+   * that. */
+  int *oks =
+      ctx->rank == 0 ? host_calloc((size_t)ctx->nranks, sizeof *oks) : NULL;
+  all_ranks_gather(ctx, &ok, sizeof ok, oks);
+  if (ctx->rank == 0 && !all_ok) {
+    char ranks[ALL_RANKS_GATHER_MAX] = "";
+    size_t len = 0;
+    int wrong = 0;
+    for (int r = 0; r < ctx->nranks && len + 16 < sizeof ranks; r++)
+      if (!oks[r])
+        len += (size_t)snprintf(ranks + len, sizeof ranks - len, "%s%d",
+                                wrong++ ? ", " : "", r);
+    print_error("wrong result on rank%s %s (see stdout)\n",
+                wrong > 1 ? "s" : "", ranks);
+  }
+  free(oks);
   return all_ok;
 }
 

@@ -28,6 +28,7 @@ for variant in sim-pthread sim-mpi; do
         want_status 1
         want_out "  Rank ${bad%%:*}: 1 of"
         want_out "Results verification failed"
+        want_err "rank 0: wrong result on rank ${bad%%:*} (see stdout)"
         want_out "All resources cleaned up successfully"
         no_out "Results verified correctly"
         no_out "All NCCL communicators finalized successfully"
