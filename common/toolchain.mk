@@ -4,7 +4,9 @@
 #
 # NCCL_HOME unset: nccl.h and libnccl come from the compiler's default paths
 # (e.g. /usr/include and /usr/lib/x86_64-linux-gnu), else from CUDA_HOME.
-# NCCL_HOME set: its include/ and lib/, with an rpath so the program finds it.
+# NCCL_HOME set: its include/ and lib/, with an rpath so the program finds it;
+# an install tree (lib/libnccl.so) or the pip wheel's layout (only
+# lib/libnccl.so.2).
 
 TOOLCHAIN_DIR := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
 
@@ -39,10 +41,21 @@ endif
 
 ifneq ($(NCCL_HOME),)
   NCCL_CPPFLAGS := -I$(NCCL_HOME)/include
-  NCCL_LDFLAGS := -L$(NCCL_HOME)/lib -Wl,-rpath,$(NCCL_HOME)/lib
+  # An install tree has lib/libnccl.so; the pip wheel (nvidia-nccl-cu13,
+  # .../site-packages/nvidia/nccl) only lib/libnccl.so.2: link that file.
+  ifneq ($(wildcard $(NCCL_HOME)/lib/libnccl.so),)
+    NCCL_LIBS := -L$(NCCL_HOME)/lib -lnccl
+  else ifneq ($(wildcard $(NCCL_HOME)/lib/libnccl.so.2),)
+    NCCL_LIBS := $(NCCL_HOME)/lib/libnccl.so.2
+  else ifneq ($(filter-out help clean,$(or $(MAKECMDGOALS),all)),)
+    $(error NCCL_HOME=$(NCCL_HOME) has neither lib/libnccl.so nor lib/libnccl.so.2)
+  endif
+  NCCL_LIBS += -Wl,-rpath,$(NCCL_HOME)/lib
 else ifeq ($(shell $(CC) -print-file-name=libnccl.so),libnccl.so)
   # The compiler does not find libnccl.so by itself: use the copy in CUDA_HOME.
-  NCCL_LDFLAGS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64
+  NCCL_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lnccl
+else
+  NCCL_LIBS := -lnccl
 endif
 
 # --bench uses CUPTI (which engine ran) and cuBLAS (--overlap) when the
@@ -60,7 +73,7 @@ endif
 
 # The CUDA runtime is linked statically (as nvcc does). Tests replace
 # RUNTIME_LIBS with the host simulation.
-RUNTIME_LIBS ?= $(NCCL_LDFLAGS) -lnccl $(BENCH_LIBS) $(CUDA_HOME)/lib64/libcudart_static.a -ldl -lrt
+RUNTIME_LIBS ?= $(NCCL_LIBS) $(BENCH_LIBS) $(CUDA_HOME)/lib64/libcudart_static.a -ldl -lrt
 MODE_LIBS ?=
 
 # Per-thread default streams: ranks that are threads sharing one GPU share

@@ -57,3 +57,28 @@ if begin build/bad-MPI-value; then
   end
 fi
 
+# NCCL_HOME in the pip wheel's layout (include/, lib/libnccl.so.2 and no
+# libnccl.so), made here from the NCCL this machine has: the build links
+# that file and the program loads it without LD_LIBRARY_PATH.
+if begin build/nccl-home-wheel-layout; then
+  cuda=${CUDA_HOME:-/usr/local/cuda}
+  lib=$(ls "$cuda/lib64/libnccl.so.2" /usr/lib/x86_64-linux-gnu/libnccl.so.2 2>/dev/null | head -n 1)
+  hdr=$(ls "$cuda/include/nccl.h" /usr/include/nccl.h 2>/dev/null | head -n 1)
+  w=$B/wheel-layout
+  rm -rf "$w" && mkdir -p "$w/nccl/include" "$w/nccl/lib"
+  cp "$hdr" "$(dirname "$hdr")"/nccl_device* "$w/nccl/include/" 2>/dev/null
+  cp -L "$lib" "$w/nccl/lib/"
+  run make --no-print-directory -s -C 01_allreduce/c NCCL_HOME="$w/nccl" BUILD_DIR="$w/obj" BIN="$w/allreduce_sm"
+  want_status 0
+  ldd "$w/allreduce_sm" 2>/dev/null | grep -q "libnccl.so.2 => $w/nccl/lib/libnccl.so.2" ||
+    why+="the program does not load $w/nccl/lib/libnccl.so.2; "
+  NTHREADS=1 "$w/allreduce_sm" >"$f.run" 2>&1
+  grep -q "Results verified correctly\|no usable GPU" "$f.run" || why+="the program did not run: $(head -n 2 "$f.run"); "
+  end
+fi
+if begin build/nccl-home-without-library; then
+  run make --no-print-directory -C 01_allreduce/c NCCL_HOME="$B/no-such-nccl" BUILD_DIR="$B/no-such-nccl/obj"
+  want_failure
+  want_err "NCCL_HOME=$B/no-such-nccl has neither lib/libnccl.so nor lib/libnccl.so.2"
+  end
+fi

@@ -96,6 +96,7 @@ static const bench_coll allreduce = {
     .modes = {{"sym", 0, 1}, {"plain", 0, 0}},
 };
 
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
 static const bench_coll allgather = {
     .title = "AllGather",
     .modes_text = "ce = CTAPolicy ZERO + symmetric windows; sym = default"
@@ -112,6 +113,24 @@ static const bench_coll allgather = {
     .nmodes = 3,
     .modes = {{"ce", 1, 1}, {"sym", 0, 1}, {"plain", 0, 0}},
 };
+#else
+/* NCCL 2.27 has no copy-engine policy (allgather_ce refuses to build, but
+ * allreduce_sm builds this file too): the AllGather without the ce mode. */
+static const bench_coll allgather = {
+    .title = "AllGather",
+    .modes_text = "sym = symmetric windows; plain = no windows",
+    .size_text = "bytes gathered per rank",
+    .count_for = allgather_count_for,
+    .result_count = allgather_result_count,
+    .bus_factor = allgather_bus_factor,
+    .run = allgather_run,
+    .count_wrong = allgather_count_wrong,
+    .ncomms = 1,
+    .comms = {{NCCL_CTA_POLICY_DEFAULT, "communicator init"}},
+    .nmodes = 2,
+    .modes = {{"sym", 0, 1}, {"plain", 0, 0}},
+};
+#endif
 
 const bench_coll *bench_coll_of(enum bench_collective coll)
 {

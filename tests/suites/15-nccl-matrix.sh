@@ -1,0 +1,68 @@
+# The programs against the oldest and the newest NCCL on PyPI
+# (nvidia-nccl-cu13 wheels): built in both modes through NCCL_HOME in the
+# wheel's layout, run up to the GPU check, and the unit tests that need
+# only the library (its version, a real ncclGetUniqueId).
+#
+# Wheels (about 200 MB each) are kept in NCCL_WHEELS (default
+# ~/.cache/nccl-wheels); a missing one is downloaded with pip when
+# NCCL_MATRIX_DOWNLOAD=1 (.ci/run sets it), else its cases are skipped.
+# NCCL_MATRIX="2.27.7 2.32.3" picks the versions.
+# Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
+
+WHEELS=${NCCL_WHEELS:-$HOME/.cache/nccl-wheels}
+for v in ${NCCL_MATRIX:-2.27.7 2.32.3}; do
+  code=$(echo "$v" | awk -F. '{ printf "%d%02d%02d", $1, $2, $3 }')
+  m=$B/nccl-matrix/$v
+  whl=$(ls "$WHEELS"/nvidia_nccl_cu13-"$v"-*.whl 2>/dev/null | head -n 1)
+  reason=""
+  if [ -z "$LIST" ] && [ -z "$whl" ] && [ "${NCCL_MATRIX_DOWNLOAD:-0}" = 1 ] &&
+    [[ -z $FILTER || "nccl-matrix/$v/" =~ $FILTER || $FILTER == *nccl-matrix* ]]; then
+    mkdir -p "$WHEELS"
+    timeout 300 python3 -m pip download -q --no-deps -d "$WHEELS" "nvidia-nccl-cu13==$v" >"$LOG/nccl-matrix-$v-download.log" 2>&1 ||
+      reason="pip download nvidia-nccl-cu13==$v failed: $(tail -n 1 "$LOG/nccl-matrix-$v-download.log")"
+    whl=$(ls "$WHEELS"/nvidia_nccl_cu13-"$v"-*.whl 2>/dev/null | head -n 1)
+  fi
+  [ -n "$whl" ] || reason=${reason:-"no nvidia_nccl_cu13-$v wheel in $WHEELS (NCCL_MATRIX_DOWNLOAD=1 downloads it)"}
+  if [ -z "$LIST" ] && [ -n "$whl" ] && [ ! -e "$m/nvidia/nccl/lib/libnccl.so.2" ]; then
+    rm -rf "$m" && mkdir -p "$m" && python3 -m zipfile -e "$whl" "$m" ||
+      reason="cannot unpack $whl"
+  fi
+  home=$m/nvidia/nccl
+  for mode in 0 1; do
+    for p in $PROGRAMS; do
+      c="nccl-matrix/$v/build-$p-MPI=$mode"
+      if [ -n "$reason" ]; then skip "$c" "$reason"; continue; fi
+      [ $mode = 1 ] && { mpi_cases "$c" || continue; }
+      begin "$c" || continue
+      dir=01_allreduce
+      [ $p = allgather_ce ] && dir=02_allgather
+      run make --no-print-directory -s -C $dir/c MPI=$mode NCCL_HOME="$home" \
+        BUILD_DIR="$m/obj-$p-$mode" BIN="$m/$p-$mode"
+      if [ $p = allgather_ce ] && [ "$code" -lt 22800 ]; then
+        want_failure # CTAPolicy ZERO needs 2.28: the program says so
+        want_err "nccl.h is older than 2.28: allgather_ce needs NCCL >= 2.28"
+      else
+        want_status 0
+        ldd "$m/$p-$mode" 2>/dev/null | grep -q "libnccl.so.2 => $home/lib/libnccl.so.2" ||
+          why+="$p does not load the wheel's libnccl.so.2; "
+        if [ $mode = 0 ]; then
+          CUDA_VISIBLE_DEVICES= "$m/$p-$mode" >"$f.run" 2>&1
+          grep -q "no usable GPU" "$f.run" || why+="did not stop at the GPU check: $(head -n 1 "$f.run"); "
+        fi
+      fi
+      end
+    done
+  done
+  c="nccl-matrix/$v/unit-version-and-unique-id"
+  if [ -n "$reason" ]; then skip "$c" "$reason"
+  elif begin "$c"; then
+    # The unit tests, built against the wheel into their own folder.
+    run make --no-print-directory -s -C tests B="$m/tests" NCCL_HOME="$home" \
+      "$m/tests/unit/gpu_facts" "$m/tests/unit/test_bootstrap"
+    want_status 0
+    "$m/tests/unit/gpu_facts" >"$f.facts" 2>&1
+    grep -q "^nccl=$code " "$f.facts" || why+="ncclGetVersion says '$(cat "$f.facts")', wanted nccl=$code; "
+    "$m/tests/unit/test_bootstrap" 2 >"$f.boot" 2>&1 || why+="test_bootstrap with the real ncclGetUniqueId failed: $(tail -n 1 "$f.boot"); "
+    end
+  fi
+done
