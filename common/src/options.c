@@ -143,6 +143,7 @@ enum parse_result parse_options(int argc, char *argv[], example_options *opts,
       .timeout = WATCHDOG_DEFAULT_S,
   };
   const char *needs_bench = NULL; /* an option that only --bench uses */
+  int count_given = 0;            /* -n, which --bench does not use */
 
   opterr = 0; /* we print our own messages */
   optind = 1;
@@ -159,6 +160,7 @@ enum parse_result parse_options(int argc, char *argv[], example_options *opts,
         return PARSE_BAD;
       }
       opts->count = (size_t)value;
+      count_given = 1;
       break;
     case 'h':
       if (!quiet)
@@ -231,6 +233,14 @@ enum parse_result parse_options(int argc, char *argv[], example_options *opts,
   if (!opts->bench && needs_bench != NULL) {
     if (!quiet) {
       print_error("option '%s' only works with --bench\n", needs_bench);
+      print_usage(stderr, opts->prog);
+    }
+    return PARSE_BAD;
+  }
+  if (opts->bench && count_given) {
+    if (!quiet) {
+      print_error("option '-n' does not apply to --bench, which measures"
+                  " the sizes from -b to -e\n");
       print_usage(stderr, opts->prog);
     }
     return PARSE_BAD;

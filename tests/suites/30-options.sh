@@ -37,7 +37,17 @@ for p in $PROGRAMS; do
       run "$bin" --timeout "$v"; want_status 2; want_err "invalid --timeout '$v': use whole seconds from 0 (never) to 86400"; end
     fi
   done
-  for v in abc 2x 0 -1 "" 99999999999 " 2"; do
+  for v in 1025 99999999999; do
+    if begin "options/$p-NTHREADS=$v"; then
+      need real-programs-pthread
+      NTHREADS=$v run "$bin"; want_status 2; want_err "invalid NTHREADS='$v': at most 1024 ranks run as threads of one process"; end
+    fi
+  done
+  if begin "options/$p-count-with-bench"; then
+    need real-programs-pthread
+    run "$bin" --bench -n 16; want_status 2; want_err "option '-n' does not apply to --bench"; end
+  fi
+  for v in abc 2x 0 -1 "" " 2"; do
     if begin "options/$p-NTHREADS=$v"; then
       need real-programs-pthread
       NTHREADS="$v" run "$bin"

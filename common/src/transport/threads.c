@@ -162,7 +162,11 @@ int transport_rank_count(int ngpus, int *nranks)
   *nranks = ngpus;
   if (env == NULL || parse_thread_count(env, nranks) == 0)
     return 0;
-  if (ngpus > 0)
+  if (env[0] >= '1' && env[0] <= '9' && env[strspn(env, "0123456789")] == '\0')
+    print_error("invalid NTHREADS='%s': at most %d ranks run as threads of"
+                " one process\n",
+                env, NTHREADS_MAX);
+  else if (ngpus > 0)
     print_error("invalid NTHREADS='%s': use a whole number from 1 to %d"
                 " (the number of visible GPUs)\n",
                 env, ngpus);
