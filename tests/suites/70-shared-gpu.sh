@@ -67,6 +67,7 @@ for variant in sim-pthread sim-mpi; do
       shared_run $variant $p $n 1 23007 --bench -b 1K -e 64K -w 1 -i 2 --overlap
       want_status 0
       want_out "roof: copy of that size within GPU 0, which the ranks share"
+      want_out "# NCCL 2.30.7 loaded (built against nccl.h "
       if [ $mode = mpi ]; then
         want_out "# WARNING: $n processes share 1 GPU(s): without MPS the GPU time-slices between processes"
       else

@@ -10,6 +10,7 @@
 
 #include "checks.h"
 #include "output.h"
+#include "requirements.h"
 
 /* Where a column appears in the table: once per line before the modes,
  * once per mode, once per mode except the baseline after all modes, or not
@@ -161,6 +162,12 @@ void report_header(bench *b)
              "# %s --bench: %d rank(s), float %s, out of place; %d timed"
              " + %d warm-up operations per size and mode\n",
              o->prog, ctx->nranks, b->coll->title, o->iters, o->warmup);
+  int loaded = 0;
+  char have[32] = "unknown", built[32];
+  if (ncclGetVersion(&loaded) == ncclSuccess)
+    format_nccl_version(loaded, have, sizeof have);
+  format_nccl_version(NCCL_VERSION_CODE, built, sizeof built);
+  print_root(ctx, "# NCCL %s loaded (built against nccl.h %s)\n", have, built);
   print_root(ctx, "# modes: %s\n", b->coll->modes_text);
   print_root(ctx, "# size: %s; roof: %s, measured in this run\n",
              b->coll->size_text, roofline_text(b));
