@@ -14,8 +14,9 @@ static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
 static int running, stopping;
 static int limit_s, first, count;
 
-/* Every rank of this process, in rank order: the call it is in, or none. */
-static void report(void)
+/* Every rank of this process, in rank order: the call it is in, or none;
+ * then which rank's call passed the limit. */
+static void report(int late_rank)
 {
   fflush(stdout);
   for (int r = first; r < first + count; r++) {
@@ -23,15 +24,13 @@ static void report(void)
     double ms = 0;
     int state = call_in_progress(r, call, sizeof call, &ms);
     if (state > 0)
-      print_error("rank %d: %s %s for %.0f s\n", r,
-                  ms >= limit_s * 1e3 ? "timed out: still in" : "waiting in",
-                  call, ms / 1e3);
+      print_error("rank %d: in %s for %.1f s\n", r, call, ms / 1e3);
     else if (state == 0)
       print_error("rank %d: in no watched call\n", r);
   }
-  print_error("a call took longer than --timeout %d s: ending the job (exit"
-              " %d); --timeout 0 waits for ever\n",
-              limit_s, EXIT_TIMEOUT);
+  print_error("rank %d's call has not returned after --timeout %d s: ending"
+              " the job (exit %d); --timeout 0 waits for ever\n",
+              late_rank, limit_s, EXIT_TIMEOUT);
 }
 
 static void *watch(void *arg)
@@ -55,7 +54,7 @@ static void *watch(void *arg)
       if (call_in_progress(r, call, sizeof call, &ms) > 0 &&
           ms >= limit_s * 1e3) {
         pthread_mutex_unlock(&lock);
-        report();
+        report(r);
         fatal(EXIT_TIMEOUT);
       }
     }

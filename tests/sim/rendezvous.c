@@ -1,12 +1,14 @@
 /* ncclsim's rendezvous (see sim.h). */
 #include "sim.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------------------
@@ -59,8 +61,8 @@ static void wait_peers(struct ncclComm *c, const char *call)
 {
   long timeout_ms = env_long("SIM_TIMEOUT_MS", 10000);
   char path[PATH_LEN + 32];
-  struct timespec nap = {0, 200 * 1000};
-  long waited_us = 0;
+  struct timespec nap = {0, 200 * 1000}, start, now;
+  clock_gettime(CLOCK_MONOTONIC, &start);
   for (int r = 0; r < c->nranks; r++) {
     msg_path(c, c->seq, r, path, sizeof path);
     while (access(path, F_OK) != 0) {
@@ -72,14 +74,16 @@ static void wait_peers(struct ncclComm *c, const char *call)
                 c->rank, call);
         _exit(SIM_EXIT_VIOLATION);
       }
-      if (waited_us / 1000 > timeout_ms)
+      clock_gettime(CLOCK_MONOTONIC, &now); /* the clock, not the naps */
+      long waited_ms = (now.tv_sec - start.tv_sec) * 1000 +
+                       (now.tv_nsec - start.tv_nsec) / 1000000;
+      if (waited_ms > timeout_ms)
         violation(
             c, "collective-calls", call,
             "rank %d never arrived at this call (collective #%lu) within %ld ms;"
             " every rank must make the same collective calls",
             r, c->seq, timeout_ms);
       nanosleep(&nap, NULL);
-      waited_us += 200;
     }
   }
   if (c->seq > 0) {
@@ -126,3 +130,27 @@ void exchange(struct ncclComm *c, const char *call, size_t size, long long arg,
 }
 
 void finish_exchange(struct ncclComm *c) { c->seq++; }
+
+void leave_rendezvous(const struct ncclComm *c)
+{
+  char path[PATH_LEN + 300]; /* dir + '/' + a file name */
+  snprintf(path, sizeof path, "%s/left.%d", c->dir, c->rank);
+  int fd = open(path, O_CREAT | O_WRONLY, 0600);
+  if (fd >= 0)
+    close(fd);
+  for (int r = 0; r < c->nranks; r++) {
+    snprintf(path, sizeof path, "%s/left.%d", c->dir, r);
+    if (access(path, F_OK) != 0)
+      return; /* a rank is still here: the last to leave cleans up */
+  }
+  DIR *dir = opendir(c->dir);
+  if (dir == NULL)
+    return;
+  for (struct dirent *e; (e = readdir(dir)) != NULL;)
+    if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+      snprintf(path, sizeof path, "%s/%s", c->dir, e->d_name);
+      unlink(path); /* another last rank may be faster: ignore failures */
+    }
+  closedir(dir);
+  rmdir(c->dir);
+}

@@ -12,7 +12,8 @@
  * It also enforces the rules of the symmetric-memory lifecycle that real
  * NCCL does not reliably catch. A violation prints
  *   ncclsim: RULE VIOLATION [rule] rank R in CALL: details
- * and ends the process with status SIM_EXIT_VIOLATION (70, apart from the programs' own 0-3).
+ * and ends the process with status SIM_EXIT_VIOLATION (70, apart from the
+ * programs' own 0-3).
  *
  * Settings (environment):
  *   SIM_DEVICES=N        visible devices (default 8; 0 = no GPU)
@@ -151,6 +152,9 @@ void exchange(struct ncclComm *c, const char *call, size_t size, long long arg,
 void fetch(const struct ncclComm *c, int r, msg_header *h, void *buf,
            size_t len);
 void finish_exchange(struct ncclComm *c);
+/* At ncclCommDestroy/Abort: the last rank of the communicator to leave
+ * removes its rendezvous directory. */
+void leave_rendezvous(const struct ncclComm *c);
 
 /* -------------------------------------------------------------- cuda.c */
 int visible_devices(void);
