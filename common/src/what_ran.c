@@ -246,7 +246,10 @@ void what_ran_format(const char *collective, int want_ce, int n,
 void all_ranks_finish_what_ran(const rank_ctx *ctx)
 {
   rank_facts mine = {.device = ctx->device,
-                     .null_window = rank_got_null_window()};
+                     .null_window = rank_got_null_window(),
+                     .p2p_to_first = -1}; /* rank 0 fills it in below */
+  if (cudaDriverGetVersion(&mine.driver) != cudaSuccess)
+    mine.driver = 0;
   if (gethostname(mine.host, sizeof mine.host) != 0)
     snprintf(mine.host, sizeof mine.host, "?");
   mine.host[sizeof mine.host - 1] = '\0';

@@ -66,6 +66,14 @@ for variant in sim-pthread sim-mpi; do
       no_violation
       end
     fi
+    c="fault/pthread/$p-bad-NTHREADS-without-gpus"
+    if [ $mode = pthread ] && begin "$c"; then
+      need programs-sim-pthread
+      SIM_DEVICES=0 NTHREADS=abc SIM_DIR=$TMPDIR run "$B/sim-pthread/$p" -n $SMALL
+      want_status 2
+      want_err "invalid NTHREADS='abc': use a whole number from 1 to the number of visible GPUs"
+      end
+    fi
     c="fault/pthread/$p-bad-NTHREADS-with-gpus"
     if [ $mode = pthread ] && begin "$c"; then
       need programs-sim-pthread
