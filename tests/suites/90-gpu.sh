@@ -2,6 +2,30 @@
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
 
 # ------------------------------------------------ the real programs on GPUs
+# stall_case NAME NRANKS STALLED MODE PROGRAM: a real hang. A preloaded hook
+# (tests/hooks/stall_in_register.c) keeps rank STALLED in
+# ncclCommWindowRegister for ever; the others wait for it inside NCCL's.
+# The watchdog must end the job with exit 3 a few seconds after --timeout,
+# naming the call.
+stall_case() {
+  local name=$1 n=$2 stalled=$3 mode=$4 p=$5 limit=8 start hook=$B/hooks/stall_in_register.so
+  begin "$name" || return 0
+  need real-programs-$mode hooks/stall_in_register.so
+  start=$(date +%s)
+  if [ $mode = mpi ]; then
+    run "${MPIRUN[@]}" -np $n -x STALL_RANK=$stalled -x LD_PRELOAD=$hook "$B/real-mpi/$p" --timeout $limit
+  else
+    STALL_RANK=$stalled NTHREADS=$n LD_PRELOAD=$hook run "$B/real-pthread/$p" --timeout $limit
+  fi
+  want_status 3
+  want_err "stall_in_register: rank $stalled stalls in ncclCommWindowRegister"
+  want_err ": in ncclCommWindowRegister("
+  [ $mode = mpi ] || want_err "rank $stalled: in ncclCommWindowRegister("
+  want_err "call has not returned after --timeout $limit s: ending the job (exit 3)"
+  [ $(($(date +%s) - start)) -le $((limit + 20)) ] || why+="took $(($(date +%s) - start)) s for --timeout $limit; "
+  end
+}
+
 if [ "$NGPUS" -gt 0 ]; then
   for p in $PROGRAMS; do
     for n in $(seq 1 "$NGPUS"); do
@@ -11,7 +35,9 @@ if [ "$NGPUS" -gt 0 ]; then
         NTHREADS=$n run "$B/real-pthread/$p"
         want_status 0; want_real_output "$f.expected"; end
       fi
+      [ $n = 1 ] && stall_case "hang/gpu/pthread/$p-register-1-rank" 1 0 pthread $p
       mpi_cases "gpu/mpi/$p-$n" || continue
+      [ $n = 1 ] && stall_case "hang/gpu/mpi/$p-register-1-rank" 1 0 mpi $p
       if begin "gpu/mpi/$p-$n"; then
         expected $p $n --mode mpi --no-report >"$f.expected"
         need real-programs-mpi
@@ -42,6 +68,9 @@ if [ "$NGPUS" -gt 0 ]; then
           want_status 0; want_real_output "$f.expected"; end
         fi
       done
+      NCCL_MULTI_RANK_GPU_ENABLE=1 stall_case "hang/gpu/pthread/$p-register-rank-1-of-2-sharing" 2 1 pthread $p
+      mpi_cases "hang/gpu/mpi/$p-register-rank-1-of-2-sharing" &&
+        NCCL_MULTI_RANK_GPU_ENABLE=1 stall_case "hang/gpu/mpi/$p-register-rank-1-of-2-sharing" 2 1 mpi $p
       for n in 2 4; do
         if begin "shared-gpu/gpu/pthread/$p-bench-$n"; then
           need real-programs-pthread
