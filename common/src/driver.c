@@ -105,8 +105,8 @@ static int options_checksum(const example_options *o, enum parse_result r)
 {
   unsigned long long h = 1469598103934665603ull;
   const unsigned long long values[] = {
-      r,         o->count,  o->bench, o->min_bytes, o->max_bytes,
-      o->factor, o->warmup, o->iters, o->overlap,   o->csv != NULL};
+      r,         o->count, o->bench,   o->min_bytes,   o->max_bytes, o->factor,
+      o->warmup, o->iters, o->overlap, o->csv != NULL, o->timeout};
   for (size_t i = 0; i < sizeof values / sizeof values[0]; i++)
     h = (h ^ values[i]) * 1099511628211ull;
   return (int)(h & 0x7fffffff);

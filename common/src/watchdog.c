@@ -3,10 +3,16 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "checks.h"
+#include "transport.h"
+
+#define LINE_MAX_CHARS 600
+#define ANSWER_WAIT_S  3  /* how long the reporting process waits for lines */
+#define ABORT_WAIT_S   15 /* how long an asked process waits to be ended */
 
 static pthread_t thread;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -14,28 +20,120 @@ static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
 static int running, stopping;
 static int limit_s, first, count;
 
-/* Every rank of this process, in rank order: the call it is in, or none;
- * then which rank's call passed the limit. */
-static void report(int late_rank)
+static double now_s(void)
 {
-  fflush(stdout);
-  for (int r = first; r < first + count; r++) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* This process's ranks, one line each: the call each is in, and for how
+ * long. */
+static void my_lines(char *text, size_t size)
+{
+  size_t used = 0;
+  text[0] = '\0';
+  for (int r = first; r < first + count && used < size; r++) {
     char call[512];
     double ms = 0;
     int state = call_in_progress(r, call, sizeof call, &ms);
+    int n = 0;
     if (state > 0)
-      print_error("rank %d: in %s for %.1f s\n", r, call, ms / 1e3);
+      n = snprintf(text + used, size - used, "rank %d: in %s for %.1f s\n", r,
+                   call, ms / 1e3);
     else if (state == 0)
-      print_error("rank %d: in no watched call\n", r);
+      n = snprintf(text + used, size - used, "rank %d: in no watched call\n",
+                   r);
+    used += n > 0 ? (size_t)n : 0;
   }
+}
+
+static void print_lines(const char *text)
+{
+  for (const char *line = text; *line != '\0';) {
+    const char *end = strchr(line, '\n');
+    int len = end ? (int)(end - line) : (int)strlen(line);
+    print_error("%.*s\n", len, line);
+    line += len + (end != NULL);
+  }
+}
+
+/* Another process's limit passed: it prints every rank's line, ours too. */
+static void answer(int process)
+{
+  char text[LINE_MAX_CHARS * 4];
+  my_lines(text, sizeof text);
+  transport_answer(process, text);
+}
+
+/* This process's rank late_rank passed the limit: asks the other processes
+ * (MPI) for their lines and prints them all in rank order; returns -1.
+ * If a process with a lower number asks meanwhile, it reports: this one
+ * answers it and returns its number. */
+static int report(int late_rank)
+{
+  const int peers = transport_peers(), me = transport_process();
+  char **lines = calloc((size_t)peers + 1, sizeof *lines);
+  char mine[LINE_MAX_CHARS * 4], text[LINE_MAX_CHARS * 4];
+  int got = 0;
+  my_lines(mine, sizeof mine); /* as they are when the limit passed */
+  if (peers > 0 && lines != NULL) {
+    transport_ask_peers();
+    for (double until = now_s() + ANSWER_WAIT_S;
+         got < peers && now_s() < until;) {
+      int asker = transport_asked_by();
+      if (asker >= 0 && asker < me) { /* it reports: answer, let it */
+        answer(asker);
+        free(lines);
+        return asker;
+      }
+      int from = transport_answer_from(text, sizeof text);
+      if (from >= 0 && from <= peers && lines[from] == NULL) {
+        lines[from] = strdup(text);
+        got++;
+      } else if (from < 0)
+        nanosleep(&(struct timespec){.tv_nsec = 20 * 1000 * 1000}, NULL);
+    }
+  }
+  fflush(stdout);
+  for (int p = 0; p <= peers; p++) {
+    if (p == me || lines == NULL)
+      print_lines(mine);
+    else if (lines[p] != NULL)
+      print_lines(lines[p]);
+    else
+      print_error("rank %d: no answer within %d s (its process may be"
+                  " gone)\n",
+                  p, ANSWER_WAIT_S);
+    if (lines == NULL)
+      break;
+  }
+  for (int p = 0; lines != NULL && p <= peers; p++)
+    free(lines[p]);
+  free(lines);
   print_error("rank %d's call has not returned after --timeout %d s: ending"
               " the job (exit %d); --timeout 0 waits for ever\n",
               late_rank, limit_s, EXIT_TIMEOUT);
+  return -1;
+}
+
+/* The rank of this process whose call has passed the limit, or -1. */
+static int late_rank(void)
+{
+  for (int r = first; r < first + count; r++) {
+    char call[512];
+    double ms = 0;
+    if (call_in_progress(r, call, sizeof call, &ms) > 0 && ms >= limit_s * 1e3)
+      return r;
+  }
+  return -1;
 }
 
 static void *watch(void *arg)
 {
   (void)arg;
+  double asked_at = 0; /* when another process asked for our lines */
+  int asked_by = -1;
   pthread_mutex_lock(&lock);
   while (!stopping) {
     struct timespec until;
@@ -48,16 +146,28 @@ static void *watch(void *arg)
     pthread_cond_timedwait(&wake, &lock, &until);
     if (stopping)
       break;
-    for (int r = first; r < first + count; r++) {
-      char call[512];
-      double ms = 0;
-      if (call_in_progress(r, call, sizeof call, &ms) > 0 &&
-          ms >= limit_s * 1e3) {
-        pthread_mutex_unlock(&lock);
-        report(r);
-        fatal(EXIT_TIMEOUT);
+    pthread_mutex_unlock(&lock);
+    for (int asker; (asker = transport_asked_by()) >= 0;) {
+      answer(asker); /* it ends the job in a few seconds */
+      if (asked_by < 0) {
+        asked_by = asker;
+        asked_at = now_s();
       }
     }
+    int late = asked_by < 0 ? late_rank() : -1;
+    if (late >= 0) {
+      asked_by = report(late);
+      if (asked_by < 0)
+        fatal(EXIT_TIMEOUT);
+      asked_at = now_s();
+    }
+    if (asked_by >= 0 && now_s() - asked_at > ABORT_WAIT_S) {
+      print_error("rank %d timed out, but the job has not ended %d s later:"
+                  " ending this process (exit %d)\n",
+                  asked_by, ABORT_WAIT_S, EXIT_TIMEOUT);
+      fatal(EXIT_TIMEOUT);
+    }
+    pthread_mutex_lock(&lock);
   }
   pthread_mutex_unlock(&lock);
   return NULL;

@@ -20,7 +20,7 @@ stall_case() {
   want_status 3
   want_err "stall_in_register: rank $stalled stalls in ncclCommWindowRegister"
   want_err ": in ncclCommWindowRegister("
-  [ $mode = mpi ] || want_err "rank $stalled: in ncclCommWindowRegister("
+  want_err "rank $stalled: in ncclCommWindowRegister("
   want_err "call has not returned after --timeout $limit s: ending the job (exit 3)"
   [ $(($(date +%s) - start)) -le $((limit + 20)) ] || why+="took $(($(date +%s) - start)) s for --timeout $limit; "
   end

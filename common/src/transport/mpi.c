@@ -2,6 +2,7 @@
  * stays private to this file. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <mpi.h>
@@ -100,19 +101,94 @@ int run_ranks(int nranks, int ngpus, const example_options *opts, example_fn fn,
 
 /* ------------------------------------------------ for the driver */
 
+/* The watchdog's own communicator (a copy of MPI_COMM_WORLD), so that its
+ * messages never meet the ranks' own; MPI_COMM_NULL where MPI cannot be
+ * called from a second thread. */
+static MPI_Comm watchdog_comm = MPI_COMM_NULL;
+enum { TAG_ASK = 1, TAG_ANSWER = 2 };
+
 void transport_start(int *argc, char ***argv)
 {
   on_fatal_error(job_abort);
-  MPICHECK(MPI_Init(argc, argv));
+  int provided = MPI_THREAD_SINGLE;
+  MPICHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
   /* Return MPI errors to MPICHECK so they are reported with file and line. */
   MPICHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  if (provided == MPI_THREAD_MULTIPLE)
+    MPICHECK(MPI_Comm_dup(MPI_COMM_WORLD, &watchdog_comm));
   set_error_rank(transport_process());
 }
 
 void transport_stop(void)
 {
   fflush(stdout);
+  if (watchdog_comm != MPI_COMM_NULL)
+    MPICHECK(MPI_Comm_free(&watchdog_comm));
   MPICHECK(MPI_Finalize());
+}
+
+/* From the watchdog's thread: its errors are not worth a report of their
+ * own (the job is ending), so these calls are not checked one by one. */
+int transport_peers(void)
+{
+  int size = 1;
+  if (watchdog_comm == MPI_COMM_NULL)
+    return 0;
+  MPI_Comm_size(watchdog_comm, &size);
+  return size - 1;
+}
+
+void transport_ask_peers(void)
+{
+  static int ask; /* the buffer of every send: must outlive them */
+  MPI_Request request;
+  const int processes = transport_peers() + 1;
+  for (int p = 0; p < processes; p++) {
+    if (p == transport_process())
+      continue;
+    MPI_Isend(&ask, 1, MPI_INT, p, TAG_ASK, watchdog_comm, &request);
+    MPI_Request_free(&request); /* MPI_Abort follows: never waited for */
+  }
+}
+
+int transport_asked_by(void)
+{
+  int flag = 0, ask;
+  MPI_Status st;
+  if (watchdog_comm == MPI_COMM_NULL ||
+      MPI_Iprobe(MPI_ANY_SOURCE, TAG_ASK, watchdog_comm, &flag, &st) !=
+          MPI_SUCCESS ||
+      !flag)
+    return -1;
+  MPI_Recv(&ask, 1, MPI_INT, st.MPI_SOURCE, TAG_ASK, watchdog_comm,
+           MPI_STATUS_IGNORE);
+  return st.MPI_SOURCE;
+}
+
+void transport_answer(int process, const char *lines)
+{
+  MPI_Send(lines, (int)strlen(lines) + 1, MPI_CHAR, process, TAG_ANSWER,
+           watchdog_comm);
+}
+
+int transport_answer_from(char *lines, int size)
+{
+  int flag = 0, len = 0;
+  MPI_Status st;
+  if (watchdog_comm == MPI_COMM_NULL ||
+      MPI_Iprobe(MPI_ANY_SOURCE, TAG_ANSWER, watchdog_comm, &flag, &st) !=
+          MPI_SUCCESS ||
+      !flag)
+    return -1;
+  MPI_Get_count(&st, MPI_CHAR, &len);
+  char *text = malloc(len > 0 ? (size_t)len : 1);
+  if (text == NULL)
+    return -1;
+  MPI_Recv(text, len, MPI_CHAR, st.MPI_SOURCE, TAG_ANSWER, watchdog_comm,
+           MPI_STATUS_IGNORE);
+  snprintf(lines, (size_t)size, "%.*s", len, text);
+  free(text);
+  return st.MPI_SOURCE;
 }
 
 int transport_process(void)
