@@ -91,6 +91,40 @@ for p in $PROGRAMS; do
     no_violation
     end
   fi
+  if begin "bench/sim-pthread/$p-csv-fifo-without-reader"; then
+    rm -f "$f.fifo" && mkfifo "$f.fifo"
+    start=$(date +%s)
+    sim_run sim-pthread $p 2 --bench -b 4K -e 4K --csv "$f.fifo"
+    want_status 1
+    want_err "cannot write --csv $f.fifo: a FIFO that no process has open for reading"
+    [ $(($(date +%s) - start)) -le 5 ] || why+="took $(($(date +%s) - start)) s; "
+    rm -f "$f.fifo"
+    end
+  fi
+  if begin "bench/sim-pthread/$p-csv-fifo-with-reader"; then
+    rm -f "$f.fifo" && mkfifo "$f.fifo"
+    cat "$f.fifo" >"$f.csv" &
+    reader=$!
+    sleep 0.2 # the reader opens the FIFO
+    sim_run sim-pthread $p 2 --bench -b 4K -e 4K -w 1 -i 1 --csv "$f.fifo"
+    wait $reader
+    want_status 0
+    [ "$(head -c 8 "$f.csv")" = program, ] || why+="the reader got no CSV heading; "
+    [ "$(tail -n +2 "$f.csv" | grep -vc "^$p,2,")" = 0 ] && [ "$(wc -l <"$f.csv")" -ge 3 ] ||
+      why+="the reader did not get the heading and one row per mode; "
+    rm -f "$f.fifo"
+    end
+  fi
+  if begin "bench/sim-pthread/$p-csv-to-stdout"; then
+    # stdout goes to a file: /dev/stdout must not write over the table.
+    sim_run sim-pthread $p 2 --bench -b 4K -e 4K -w 1 -i 1 --csv /dev/stdout
+    want_status 0
+    [ "$(head -n 1 "$f.out")" = "Creating 2 threads for 8 devices" ] || why+="the first line was overwritten; "
+    want_out "program,ranks,mode,size_bytes"
+    want_out "Benchmark results verified correctly"
+    [ "$(grep -c "^$p,2," "$f.out")" -ge 1 ] || why+="no CSV rows on stdout; "
+    end
+  fi
   for bad in "-b 64K -e 1K:-b 65536 is larger than -e 1024" "-f 1:invalid -f '1'" \
     "-i 0:invalid -i '0'" "-b abc:invalid -b 'abc'" "-e 1Q:invalid -e '1Q'" "-w -1:invalid -w '-1'"; do
     args=${bad%%:*}

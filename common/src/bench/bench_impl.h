@@ -81,11 +81,11 @@ typedef struct mode {
 
 /* What one size and mode measured; on rank 0, the worst over all ranks. */
 typedef struct result {
-  double us;            /* time per operation */
-  long kernels, copies; /* most of any rank, per ATTRIBUTION_OPS operations;
-                           -1: not known */
-  char engine[8];       /* what ran on each rank: CE, SYM, SM, copy, none,
-                           n/a, or mixed when the ranks differ (rank 0) */
+  double us;              /* time per operation */
+  long kernels, copies;   /* most of any rank, per ATTRIBUTION_OPS operations;
+                             -1: not known */
+  char engine[8];         /* what ran on each rank: CE, SYM, SM, copy, none,
+                             n/a, or mixed when the ranks differ (rank 0) */
   char kernel_names[160]; /* rank 0's kernels, or each rank's if mixed */
   int wrong;              /* some rank's result was wrong */
 } result;
@@ -104,6 +104,7 @@ typedef struct bench {
   size_t max_count;          /* floats per rank at the largest size */
   float *host;               /* room for one whole result */
   FILE *csv;                 /* rank 0 only; NULL without --csv */
+  int csv_is_stdout;         /* --csv names stdout's file: b->csv is stdout */
   int csv_errno;             /* why the first CSV write failed (0: none) */
   int roof_peer;             /* device the roofline copies to (rank 0 only) */
   void *roof_src, *roof_dst; /* its buffers, at the largest size */
@@ -178,6 +179,11 @@ void report_header(bench *b);
 void report_size(bench *b, size_t bytes, size_t count, double roof_us,
                  const result *res, row *rows);
 /* One CSV line for an overlap row (rank 0). */
+/* Opens --csv for writing (rank 0): a path naming the file stdout goes to
+ * (/dev/stdout, or the file stdout was redirected to) writes to stdout
+ * itself, in order with the table; a FIFO no process reads is refused
+ * rather than waited on. Returns 1, or 0 after saying why on stderr. */
+int report_csv_open(bench *b);
 void report_csv_row(bench *b, const row *r);
 /* Closes the CSV; returns 1 if every write to it succeeded, else says why
  * on stderr and returns 0. 1 without --csv. */

@@ -3,10 +3,14 @@
 #include "bench_impl.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "checks.h"
 #include "output.h"
@@ -232,12 +236,49 @@ void report_csv_row(bench *b, const row *r)
     write_csv_line(b, r);
 }
 
+int report_csv_open(bench *b)
+{
+  const char *path = b->opts->csv;
+  struct stat file, out;
+  int exists = stat(path, &file) == 0;
+  if (exists && fstat(STDOUT_FILENO, &out) == 0 && file.st_dev == out.st_dev &&
+      file.st_ino == out.st_ino) {
+    /* A second open of stdout's file would write from its start, over the
+     * table: write through stdout instead. */
+    b->csv = stdout;
+    b->csv_is_stdout = 1;
+    return 1;
+  }
+  int flags = O_WRONLY | O_CREAT | O_TRUNC;
+  if (exists && S_ISFIFO(file.st_mode))
+    flags = O_WRONLY | O_NONBLOCK; /* fails at once if no one reads */
+  int fd = open(path, flags, 0666);
+  if (fd < 0) {
+    print_error("cannot write --csv %s: %s\n", path,
+                errno == ENXIO ? "a FIFO that no process has open for reading"
+                               : strerror(errno));
+    return 0;
+  }
+  if ((flags & O_NONBLOCK) && fcntl(fd, F_SETFL, 0) != 0) {
+    print_error("cannot write --csv %s: fcntl: %s\n", path, strerror(errno));
+    close(fd);
+    return 0;
+  }
+  b->csv = fdopen(fd, "w");
+  if (b->csv == NULL) {
+    print_error("cannot write --csv %s: %s\n", path, strerror(errno));
+    close(fd);
+    return 0;
+  }
+  return 1;
+}
+
 int report_csv_close(bench *b)
 {
   if (b->csv == NULL)
     return 1;
   int err = b->csv_errno;
-  if (fclose(b->csv) != 0 && err == 0)
+  if ((b->csv_is_stdout ? fflush(b->csv) : fclose(b->csv)) != 0 && err == 0)
     err = errno;
   b->csv = NULL;
   if (err)

@@ -15,12 +15,8 @@ static int open_csv(bench *b)
 {
   const rank_ctx *ctx = b->ctx;
   int ok = 1;
-  if (ctx->rank == 0 && b->opts->csv != NULL) {
-    b->csv = fopen(b->opts->csv, "w");
-    ok = b->csv != NULL;
-    if (!ok)
-      print_error("cannot write --csv %s: %s\n", b->opts->csv, strerror(errno));
-  }
+  if (ctx->rank == 0 && b->opts->csv != NULL)
+    ok = report_csv_open(b);
   return all_ranks_ok(ctx, ok);
 }
 
