@@ -52,6 +52,7 @@ typedef struct rank_facts {
   int null_window;  /* all_ranks_report_windows saw a NULL window */
   int device;       /* the CUDA device the rank drove */
   int driver;       /* cudaDriverGetVersion, 0 if unknown */
+  int nccl;         /* ncclGetVersion of the loaded NCCL, 0 if unknown */
   int p2p_to_first; /* CUDA P2P to rank 0's device: 1, 0, or -1 (same
                        device, another host, or unknown) */
   char host[48];

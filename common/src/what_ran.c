@@ -169,10 +169,25 @@ static void add_causes(char *buf, size_t size, int n, const rank_facts *facts,
       seen = strcmp(facts[q].host, facts[r].host) == 0;
     hosts += !seen;
   }
-  if (hosts > 1)
+  /* The copy engines reach across nodes only from NCCL 2.30 on. */
+  const int nccl = facts[0].nccl;
+  char version[32] = "";
+  if (nccl > 0)
+    format_nccl_version(nccl, version, sizeof version);
+  if (hosts > 1 && want_ce && nccl >= NCCL_VERSION(2, 30, 0))
     add(buf, size,
-        "%sthe ranks are on %d hosts: NCCL needs them in one NVLink domain"
-        " (one node; from NCCL 2.30 also a multi-node NVLink domain)",
+        "%sthe ranks are on %d hosts: NCCL %s uses the copy engines only"
+        " within one NVLink domain (one node, or one multi-node NVLink"
+        " system)",
+        strlen(buf) > start ? "; " : "", hosts, version);
+  else if (hosts > 1 && want_ce && nccl > 0)
+    add(buf, size,
+        "%sthe ranks are on %d hosts: NCCL %s uses the copy engines only"
+        " within one node (NCCL 2.30 adds multi-node NVLink systems)",
+        strlen(buf) > start ? "; " : "", hosts, version);
+  else if (hosts > 1)
+    add(buf, size,
+        "%sthe ranks are on %d hosts: NCCL needs them in one NVLink domain",
         strlen(buf) > start ? "; " : "", hosts);
   /* CUDA P2P from each rank's GPU to rank 0's, on rank 0's host. */
   for (int r = 1; r < n; r++)
@@ -250,6 +265,8 @@ void all_ranks_finish_what_ran(const rank_ctx *ctx)
                      .p2p_to_first = -1}; /* rank 0 fills it in below */
   if (cudaDriverGetVersion(&mine.driver) != cudaSuccess)
     mine.driver = 0;
+  if (ncclGetVersion(&mine.nccl) != ncclSuccess)
+    mine.nccl = 0;
   if (gethostname(mine.host, sizeof mine.host) != 0)
     snprintf(mine.host, sizeof mine.host, "?");
   mine.host[sizeof mine.host - 1] = '\0';

@@ -117,6 +117,29 @@ int main(void)
   LACKS("driver");
   HAS("no known cause found");
 
+  /* Ranks on two hosts: what the copy engines need depends on the loaded
+   * NCCL (2.30 reaches across nodes in one NVLink system). */
+  int versions[] = {0, NCCL_VERSION(2, 28, 3), NCCL_VERSION(2, 30, 7)};
+  const char *wording[] = {
+      "; the ranks are on 2 hosts: NCCL needs them in one NVLink domain\n",
+      "; the ranks are on 2 hosts: NCCL 2.28.3 uses the copy engines only"
+      " within one node (NCCL 2.30 adds multi-node NVLink systems)\n",
+      "; the ranks are on 2 hosts: NCCL 2.30.7 uses the copy engines only"
+      " within one NVLink domain (one node, or one multi-node NVLink"
+      " system)\n"};
+  for (int v = 0; v < 3; v++) {
+    reset(2);
+    kernel(0, RING);
+    kernel(1, RING);
+    facts[0].null_window = 1;
+    facts[0].nccl = versions[v];
+    snprintf(facts[1].host, sizeof facts[1].host, "node1");
+    report("AllGather", 1, 2);
+    HAS(wording[v]);
+    report("AllReduce", 0, 2); /* the symmetric kernel: no version */
+    HAS("; the ranks are on 2 hosts: NCCL needs them in one NVLink domain\n");
+  }
+
   /* One rank: a local copy, and why. */
   reset(1);
   facts[0].work.copies = 1;
