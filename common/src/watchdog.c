@@ -74,10 +74,11 @@ static int report(int late_rank)
 {
   const int peers = transport_peers(), me = transport_process();
   char **lines = calloc((size_t)peers + 1, sizeof *lines);
-  char mine[LINE_MAX_CHARS * 4], text[LINE_MAX_CHARS * 4];
-  int got = 0;
+  char mine[LINE_MAX_CHARS * 4];
   my_lines(mine, sizeof mine); /* as they are when the limit passed */
   if (peers > 0 && lines != NULL) {
+    char text[LINE_MAX_CHARS * 4];
+    int got = 0;
     transport_ask_peers();
     for (double until = now_s() + ANSWER_WAIT_S;
          got < peers && now_s() < until;) {

@@ -23,12 +23,16 @@ cublasStatus_t cublasCreate_v2(cublasHandle_t *handle)
 
 cublasStatus_t cublasDestroy_v2(cublasHandle_t handle)
 {
+  if (injected_failure("cublasDestroy_v2"))
+    return CUBLAS_STATUS_EXECUTION_FAILED;
   free(handle);
   return CUBLAS_STATUS_SUCCESS;
 }
 
 cublasStatus_t cublasSetStream_v2(cublasHandle_t handle, cudaStream_t stream)
 {
+  if (injected_failure("cublasSetStream_v2"))
+    return CUBLAS_STATUS_EXECUTION_FAILED;
   handle->stream = stream;
   return CUBLAS_STATUS_SUCCESS;
 }

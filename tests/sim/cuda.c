@@ -52,6 +52,8 @@ cudaError_t cudaGetDeviceCount(int *count)
 
 cudaError_t cudaSetDevice(int device)
 {
+  if (injected_failure("cudaSetDevice"))
+    return cudaErrorUnknown;
   if (visible_devices() <= 0)
     return cudaErrorNoDevice;
   if (device < 0 || device >= visible_devices())
@@ -64,6 +66,8 @@ cudaError_t cudaSetDevice(int device)
 cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr,
                                    int device)
 {
+  if (injected_failure("cudaDeviceGetAttribute"))
+    return cudaErrorUnknown;
   if (device < 0 || device >= visible_devices())
     return cudaErrorInvalidDevice;
   if (attr != cudaDevAttrMultiProcessorCount)
@@ -159,6 +163,8 @@ cudaError_t cudaMalloc(void **ptr, size_t size)
 
 cudaError_t cudaFree(void *ptr)
 {
+  if (injected_failure("cudaFree"))
+    return cudaErrorUnknown;
   if (ptr == NULL)
     return cudaSuccess;
   pthread_mutex_lock(&lock);
@@ -243,6 +249,8 @@ static cudaError_t memset_device(void *ptr, int value, size_t count)
 cudaError_t cudaMemsetAsync_ptsz(void *ptr, int value, size_t count,
                                  cudaStream_t stream)
 {
+  if (injected_failure("cudaMemsetAsync"))
+    return cudaErrorUnknown;
   (void)stream;
   return memset_device(ptr, value, count);
 }
@@ -250,6 +258,8 @@ cudaError_t cudaMemsetAsync_ptsz(void *ptr, int value, size_t count,
 cudaError_t cudaMemsetAsync(void *ptr, int value, size_t count,
                             cudaStream_t stream)
 {
+  if (injected_failure("cudaMemsetAsync"))
+    return cudaErrorUnknown;
   check_shared_context("cudaMemsetAsync", stream);
   return memset_device(ptr, value, count);
 }
@@ -258,6 +268,8 @@ cudaError_t cudaMemcpyPeerAsync(void *dst, int dst_device, const void *src,
                                 int src_device, size_t count,
                                 cudaStream_t stream)
 {
+  if (injected_failure("cudaMemcpyPeerAsync"))
+    return cudaErrorUnknown;
   (void)dst_device;
   (void)src_device;
   check_shared_context("cudaMemcpyPeerAsync", stream);

@@ -177,6 +177,8 @@ static ncclResult_t release_comm(ncclComm_t comm, const char *call,
 
 ncclResult_t ncclCommDestroy(ncclComm_t comm)
 {
+  if (injected_failure("ncclCommDestroy"))
+    return ncclUnhandledCudaError;
   return release_comm(comm, "ncclCommDestroy", 1);
 }
 

@@ -68,21 +68,44 @@ _Noreturn void violation(const struct ncclComm *comm, const char *rule,
 }
 
 /* The calls SIM_FAIL and SIM_HANG can name (each calls injected_failure). */
-static const char *const injectable[] = {"cudaMalloc",
-                                         "cudaMemcpy",
-                                         "cudaStreamCreate",
-                                         "ncclGetUniqueId",
-                                         "ncclCommInitRank",
-                                         "ncclCommInitRankConfig",
-                                         "ncclMemAlloc",
-                                         "ncclCommWindowRegister",
-                                         "ncclCommWindowDeregister",
-                                         "ncclAllReduce",
-                                         "ncclAllGather",
-                                         "ncclCommFinalize",
-                                         "cublasCreate_v2",
-                                         "cublasSgemm_v2"};
+static const char *const injectable[] = {
+    "cudaSetDevice",
+    "cudaDeviceGetAttribute",
+    "cudaMalloc",
+    "cudaFree",
+    "cudaMemcpy",
+    "cudaMemsetAsync",
+    "cudaMemcpyPeerAsync",
+    "cudaStreamCreate",
+    "cudaStreamCreateWithFlags",
+    "cudaStreamSynchronize",
+    "cudaStreamDestroy",
+    "cudaEventCreate",
+    "cudaEventRecord",
+    "cudaEventSynchronize",
+    "cudaEventElapsedTime",
+    "cudaEventDestroy",
+    "ncclGetUniqueId",
+    "ncclCommInitRank",
+    "ncclCommInitRankConfig",
+    "ncclMemAlloc",
+    "ncclMemFree",
+    "ncclCommWindowRegister",
+    "ncclCommWindowDeregister",
+    "ncclAllReduce",
+    "ncclAllGather",
+    "ncclCommFinalize",
+    "ncclCommDestroy",
+    "cublasCreate_v2",
+    "cublasSetStream_v2",
+    "cublasSgemm_v2",
+    "cublasDestroy_v2",
+};
 #define NINJECTABLE (sizeof injectable / sizeof injectable[0])
+
+/* For the exit check: did a rank named in SIM_FAIL or SIM_HANG run in
+ * this process, and was anything injected? */
+static int injection_rank_ran, injected;
 
 static int is_injectable(const char *name, size_t len)
 {
@@ -113,9 +136,14 @@ static int spec_matches(const char *var, const char *spec, const char *call)
       fprintf(stderr, ") and RANK a number\n");
       _exit(SIM_EXIT_VIOLATION);
     }
+    if (atoi(colon + 1) == sim_rank())
+      __atomic_store_n(&injection_rank_ran, 1, __ATOMIC_RELAXED);
     if ((size_t)(colon - item) == strlen(call) &&
-        strncmp(item, call, strlen(call)) == 0 && atoi(colon + 1) == sim_rank())
+        strncmp(item, call, strlen(call)) == 0 &&
+        atoi(colon + 1) == sim_rank()) {
+      __atomic_store_n(&injected, 1, __ATOMIC_RELAXED);
       return 1;
+    }
     item += len + (item[len] == ',');
   }
   return 0;
@@ -140,9 +168,21 @@ int injected_failure(const char *call)
   return 1;
 }
 
-/* At exit: anything still allocated, registered or alive is a leak. */
+/* At exit: anything still allocated, registered or alive is a leak. An
+ * injection that named a rank of this process but injected nothing (the
+ * rank never made that call) would let a test pass for nothing: it is a
+ * violation too. */
 static void check_leaks(void)
 {
+  if (injection_rank_ran && !injected) {
+    fprintf(stderr,
+            "ncclsim: INJECTION UNUSED: SIM_FAIL='%s' SIM_HANG='%s': the rank"
+            " named never made that call, nothing was injected\n",
+            getenv("SIM_FAIL") ? getenv("SIM_FAIL") : "",
+            getenv("SIM_HANG") ? getenv("SIM_HANG") : "");
+    fflush(stderr);
+    _exit(SIM_EXIT_VIOLATION);
+  }
   int leaks = 0;
   for (sim_alloc *a = allocs; a; a = a->next, leaks++)
     fprintf(

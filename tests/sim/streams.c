@@ -12,6 +12,8 @@ cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream);
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned int flags)
 {
+  if (injected_failure("cudaStreamCreateWithFlags"))
+    return cudaErrorUnknown;
   (void)flags; /* simulated work never waits, blocking stream or not */
   return cudaStreamCreate(stream);
 }
@@ -35,18 +37,24 @@ cudaError_t cudaStreamCreate(cudaStream_t *stream)
 
 cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream)
 {
+  if (injected_failure("cudaStreamSynchronize"))
+    return cudaErrorUnknown;
   (void)stream; /* every simulated operation completes when it is called */
   return cudaSuccess;
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream)
 {
+  if (injected_failure("cudaStreamSynchronize"))
+    return cudaErrorUnknown;
   check_shared_context("cudaStreamSynchronize", stream);
   return cudaSuccess;
 }
 
 cudaError_t cudaStreamDestroy(cudaStream_t stream)
 {
+  if (injected_failure("cudaStreamDestroy"))
+    return cudaErrorUnknown;
   int found;
   pthread_mutex_lock(&lock);
   LIST_UNLINK(streams, stream, found);
@@ -65,6 +73,8 @@ cudaError_t cudaDeviceSynchronize(void)
 
 cudaError_t cudaEventCreate(cudaEvent_t *event)
 {
+  if (injected_failure("cudaEventCreate"))
+    return cudaErrorUnknown;
   struct CUevent_st *e = calloc(1, sizeof *e);
   if (e == NULL)
     return cudaErrorMemoryAllocation;
@@ -79,6 +89,8 @@ cudaError_t cudaEventCreate(cudaEvent_t *event)
 
 cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream)
 {
+  if (injected_failure("cudaEventRecord"))
+    return cudaErrorUnknown;
   (void)stream;
   clock_gettime(CLOCK_MONOTONIC, &event->when);
   return cudaSuccess;
@@ -86,18 +98,24 @@ cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream)
 
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
 {
+  if (injected_failure("cudaEventRecord"))
+    return cudaErrorUnknown;
   check_shared_context("cudaEventRecord", stream);
   return cudaEventRecord_ptsz(event, stream);
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event)
 {
+  if (injected_failure("cudaEventSynchronize"))
+    return cudaErrorUnknown;
   (void)event;
   return cudaSuccess;
 }
 
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
 {
+  if (injected_failure("cudaEventElapsedTime"))
+    return cudaErrorUnknown;
   *ms = (float)((end->when.tv_sec - start->when.tv_sec) * 1e3 +
                 (end->when.tv_nsec - start->when.tv_nsec) / 1e6);
   return cudaSuccess;
@@ -105,6 +123,8 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
 
 cudaError_t cudaEventDestroy(cudaEvent_t event)
 {
+  if (injected_failure("cudaEventDestroy"))
+    return cudaErrorUnknown;
   int found;
   pthread_mutex_lock(&lock);
   LIST_UNLINK(events, event, found);

@@ -17,6 +17,8 @@ ncclResult_t ncclMemAlloc(void **ptr, size_t size)
 
 ncclResult_t ncclMemFree(void *ptr)
 {
+  if (injected_failure("ncclMemFree"))
+    return ncclUnhandledCudaError;
   if (ptr == NULL)
     return ncclSuccess;
   pthread_mutex_lock(&lock);

@@ -119,7 +119,7 @@ int main(void)
 
   /* Ranks on two hosts: what the copy engines need depends on the loaded
    * NCCL (2.30 reaches across nodes in one NVLink system). */
-  int versions[] = {0, NCCL_VERSION(2, 28, 3), NCCL_VERSION(2, 30, 7)};
+  const int versions[] = {0, NCCL_VERSION(2, 28, 3), NCCL_VERSION(2, 30, 7)};
   const char *wording[] = {
       "; the ranks are on 2 hosts: NCCL needs them in one NVLink domain\n",
       "; the ranks are on 2 hosts: NCCL 2.28.3 uses the copy engines only"
