@@ -151,14 +151,21 @@ void transport_ask_peers(void)
   }
 }
 
+/* Is a watchdog message with this tag waiting? (Never blocks.) */
+static int waiting(int tag, MPI_Status *st)
+{
+  int flag = 0;
+  return watchdog_comm != MPI_COMM_NULL &&
+         MPI_Iprobe(MPI_ANY_SOURCE, tag, watchdog_comm, &flag, st) ==
+             MPI_SUCCESS &&
+         flag;
+}
+
 int transport_asked_by(void)
 {
-  int flag = 0, ask;
+  int ask;
   MPI_Status st;
-  if (watchdog_comm == MPI_COMM_NULL ||
-      MPI_Iprobe(MPI_ANY_SOURCE, TAG_ASK, watchdog_comm, &flag, &st) !=
-          MPI_SUCCESS ||
-      !flag)
+  if (!waiting(TAG_ASK, &st))
     return -1;
   MPI_Recv(&ask, 1, MPI_INT, st.MPI_SOURCE, TAG_ASK, watchdog_comm,
            MPI_STATUS_IGNORE);
@@ -173,12 +180,9 @@ void transport_answer(int process, const char *lines)
 
 int transport_answer_from(char *lines, int size)
 {
-  int flag = 0, len = 0;
+  int len = 0;
   MPI_Status st;
-  if (watchdog_comm == MPI_COMM_NULL ||
-      MPI_Iprobe(MPI_ANY_SOURCE, TAG_ANSWER, watchdog_comm, &flag, &st) !=
-          MPI_SUCCESS ||
-      !flag)
+  if (!waiting(TAG_ANSWER, &st))
     return -1;
   MPI_Get_count(&st, MPI_CHAR, &len);
   char *text = malloc(len > 0 ? (size_t)len : 1);
