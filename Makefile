@@ -1,14 +1,14 @@
 # Top-level Makefile: builds each example in its own directory and leaves the
 # programs runnable here (./allreduce_sm, ./allgather_ce).
 #   make [01_allreduce|02_allgather|all] [MPI=1] [NCCL_HOME=..] [CUDA_HOME=..]
-#   make test | clean | install [PREFIX=..] [DESTDIR=..] | help
+#   make test | test-faults | clean | install [PREFIX=..] [DESTDIR=..] | help
 # Variables given on the command line reach the example Makefiles as well.
 
 EXAMPLES := 01_allreduce 02_allgather
 PROGRAM_01_allreduce := allreduce_sm
 PROGRAM_02_allgather := allgather_ce
 
-.PHONY: all $(EXAMPLES) test clean install help
+.PHONY: all $(EXAMPLES) test test-faults clean install help
 all: $(EXAMPLES)
 
 $(EXAMPLES):
@@ -17,6 +17,9 @@ $(EXAMPLES):
 
 test:
 	bash tests/run_tests.sh
+
+test-faults:
+	bash tests/fault_matrix.sh
 
 clean:
 	for e in $(EXAMPLES); do $(MAKE) --no-print-directory -C $$e/c clean || exit; done
@@ -32,6 +35,7 @@ help:
 	@echo "make 02_allgather    build ./allgather_ce"
 	@echo "make MPI=1           build for mpirun (one process per GPU)"
 	@echo "make test            run the test suite (no GPU needed)"
+	@echo "make test-faults     the whole fault matrix (no GPU needed; minutes)"
 	@echo "make install         install to \$$(DESTDIR)\$$(PREFIX)/bin (default /usr/local)"
 	@echo "make clean           remove everything built"
 	@echo "variables: MPI=1 MPI_HOME=dir NCCL_HOME=dir CUDA_HOME=dir CC= CFLAGS= LDFLAGS= V=1"

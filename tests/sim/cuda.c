@@ -42,6 +42,8 @@ void check_shared_context(const char *call, cudaStream_t stream)
 
 cudaError_t cudaGetDeviceCount(int *count)
 {
+  if (injected_failure("cudaGetDeviceCount"))
+    return cudaErrorUnknown;
   *count = visible_devices();
   if (*count <= 0) {
     *count = 0;
@@ -78,12 +80,16 @@ cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr,
 
 cudaError_t cudaDriverGetVersion(int *version)
 {
+  if (injected_failure("cudaDriverGetVersion"))
+    return cudaErrorUnknown;
   *version = (int)env_long("SIM_DRIVER_VERSION", 13000);
   return cudaSuccess;
 }
 
 cudaError_t cudaDeviceCanAccessPeer(int *can, int device, int peer)
 {
+  if (injected_failure("cudaDeviceCanAccessPeer"))
+    return cudaErrorUnknown;
   int n = visible_devices();
   if (device < 0 || device >= n || peer < 0 || peer >= n)
     return cudaErrorInvalidDevice;

@@ -34,9 +34,16 @@ const char *ncclGetLastError(ncclComm_t comm)
   return last_error;
 }
 
+static int simulated_version(void)
+{
+  return (int)env_long("SIM_NCCL_VERSION", NCCL_VERSION_CODE);
+}
+
 ncclResult_t ncclGetVersion(int *version)
 {
-  *version = (int)env_long("SIM_NCCL_VERSION", NCCL_VERSION_CODE);
+  if (injected_failure("ncclGetVersion"))
+    return ncclSystemError;
+  *version = simulated_version();
   return ncclSuccess;
 }
 
@@ -58,9 +65,7 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId *id)
 /* NCCL >= 2.30 with NCCL_MULTI_RANK_GPU_ENABLE set to a non-zero number. */
 static int multi_rank_gpu_allowed(void)
 {
-  int version = 0;
-  ncclGetVersion(&version);
-  return version >= NCCL_VERSION(2, 30, 0) &&
+  return simulated_version() >= NCCL_VERSION(2, 30, 0) &&
          env_long("NCCL_MULTI_RANK_GPU_ENABLE", 0) != 0;
 }
 

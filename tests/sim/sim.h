@@ -36,8 +36,11 @@
  * the other ranks' queued collectives, so it is a rule violation.
  * cuBLAS's SGEMM (only with HAVE_CUBLAS) is accepted and not computed (only
  * --bench --overlap calls it, and its result is not used). A "rank" is the rank
- * of the calling thread's communicator, or its current device before it has
- * one.
+ * of the calling thread's communicator; without one, the rank the thread
+ * gave common/'s set_error_rank (heard through -Wl,--wrap=set_error_rank);
+ * for a pthread program's main thread, before it starts the ranks, its
+ * current device (0). An injection says so on stderr ("ncclsim: injected failure of CALL on rank R",
+ * "ncclsim: injected hang: CALL on rank R never returns").
  */
 /*
  * The simulation's files, one per API area, share this header:
@@ -113,6 +116,7 @@ extern struct CUevent_st *events;
 
 extern _Thread_local int current_device;
 extern _Thread_local int thread_rank; /* -1 until the thread has a comm */
+extern _Thread_local int program_rank; /* what set_error_rank said, or -1 */
 extern _Thread_local char last_error[1024];
 
 /* Unlinks `node` from the list at `head` (any of the lists above, linked
@@ -131,6 +135,8 @@ extern _Thread_local char last_error[1024];
 /* ------------------------------------------------------------- state.c */
 long env_long(const char *name, long fallback);
 int sim_rank(void);
+void __real_set_error_rank(int rank);
+void __wrap_set_error_rank(int rank);
 void mark_abort(const char *dir);
 _Noreturn void violation(const struct ncclComm *comm, const char *rule,
                          const char *call, const char *fmt, ...)

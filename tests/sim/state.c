@@ -19,6 +19,7 @@ static int exit_check_installed;
 
 _Thread_local int current_device = 0;
 _Thread_local int thread_rank = -1;
+_Thread_local int program_rank = -1;
 _Thread_local char last_error[1024];
 
 /* ------------------------------------------------------------------------
@@ -39,7 +40,25 @@ long env_long(const char *name, long fallback)
   return value;
 }
 
-int sim_rank(void) { return thread_rank >= 0 ? thread_rank : current_device; }
+/* The programs' threads say which rank they run through common/'s
+ * set_error_rank (for the "rank R: " prefix of their messages); the test
+ * builds link with -Wl,--wrap=set_error_rank so that the simulation hears it
+ * too, and knows a thread's rank before it has a communicator. */
+void __wrap_set_error_rank(int rank)
+{
+  program_rank = rank;
+  __real_set_error_rank(rank);
+}
+
+/* The calling rank: its communicator's rank, else the rank its thread
+ * announced, else (a program's main thread, before it starts any rank) its
+ * current device. */
+int sim_rank(void)
+{
+  if (thread_rank >= 0)
+    return thread_rank;
+  return program_rank >= 0 ? program_rank : current_device;
+}
 
 /* Marks a communicator directory so that peers waiting there stop too. */
 void mark_abort(const char *dir)
@@ -69,8 +88,11 @@ _Noreturn void violation(const struct ncclComm *comm, const char *rule,
 
 /* The calls SIM_FAIL and SIM_HANG can name (each calls injected_failure). */
 static const char *const injectable[] = {
+    "cudaGetDeviceCount",
     "cudaSetDevice",
     "cudaDeviceGetAttribute",
+    "cudaDriverGetVersion",
+    "cudaDeviceCanAccessPeer",
     "cudaMalloc",
     "cudaFree",
     "cudaMemcpy",
@@ -85,6 +107,7 @@ static const char *const injectable[] = {
     "cudaEventSynchronize",
     "cudaEventElapsedTime",
     "cudaEventDestroy",
+    "ncclGetVersion",
     "ncclGetUniqueId",
     "ncclCommInitRank",
     "ncclCommInitRankConfig",
@@ -157,14 +180,19 @@ int injected_failure(const char *call)
     _exit(SIM_EXIT_VIOLATION);
   }
   const char *hang = getenv("SIM_HANG");
-  if (hang != NULL && spec_matches("SIM_HANG", hang, call))
+  if (hang != NULL && spec_matches("SIM_HANG", hang, call)) {
+    fprintf(stderr, "ncclsim: injected hang: %s on rank %d never returns\n",
+            call, sim_rank());
     for (;;)
-      pause(); /* a call that never returns */
+      pause();
+  }
   const char *spec = getenv("SIM_FAIL");
   if (spec == NULL || !spec_matches("SIM_FAIL", spec, call))
     return 0;
+  /* Said on stderr too: a CUDA error's text cannot carry it. */
   snprintf(last_error, sizeof last_error,
            "ncclsim: injected failure of %s on rank %d", call, sim_rank());
+  fprintf(stderr, "%s\n", last_error);
   return 1;
 }
 

@@ -10,18 +10,10 @@
 cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream);
 cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream);
 
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned int flags)
+/* Both creation calls end here, so that an injection names only the call
+ * the program made. */
+static cudaError_t new_stream(cudaStream_t *stream)
 {
-  if (injected_failure("cudaStreamCreateWithFlags"))
-    return cudaErrorUnknown;
-  (void)flags; /* simulated work never waits, blocking stream or not */
-  return cudaStreamCreate(stream);
-}
-
-cudaError_t cudaStreamCreate(cudaStream_t *stream)
-{
-  if (injected_failure("cudaStreamCreate"))
-    return cudaErrorMemoryAllocation;
   struct CUstream_st *s = calloc(1, sizeof *s);
   if (s == NULL)
     return cudaErrorMemoryAllocation;
@@ -33,6 +25,21 @@ cudaError_t cudaStreamCreate(cudaStream_t *stream)
   pthread_mutex_unlock(&lock);
   *stream = s;
   return cudaSuccess;
+}
+
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned int flags)
+{
+  if (injected_failure("cudaStreamCreateWithFlags"))
+    return cudaErrorUnknown;
+  (void)flags; /* simulated work never waits, blocking stream or not */
+  return new_stream(stream);
+}
+
+cudaError_t cudaStreamCreate(cudaStream_t *stream)
+{
+  if (injected_failure("cudaStreamCreate"))
+    return cudaErrorMemoryAllocation;
+  return new_stream(stream);
 }
 
 cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream)

@@ -2,24 +2,10 @@
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
 
 # ---------------------------------------------------- simulated faults
-collective_of() { [ "$1" = allreduce_sm ] && echo ncclAllReduce || echo ncclAllGather; }
-init_of() { [ "$1" = allreduce_sm ] && echo ncclCommInitRank || echo ncclCommInitRankConfig; }
+# (Each call failing or hanging on each rank: 55-fault-matrix.sh.)
 for variant in sim-pthread sim-mpi; do
   mode=${variant#sim-}
   for p in $PROGRAMS; do
-    for call in ncclMemAlloc ncclCommWindowRegister "$(collective_of $p)" "$(init_of $p)"; do
-      c="fault/$mode/$p-$call-fails-on-rank-2"
-      [ $mode = mpi ] && { mpi_cases "$c" || continue; }
-      if begin "$c"; then
-        SIM_FAIL=$call:2 sim_run $variant $p 4 -n $SMALL
-        want_failure
-        [ $mode = pthread ] && want_status 1
-        want_err "$p: rank 2: main.c:"
-        want_err "$call("
-        want_err "injected failure of $call on rank 2"
-        end
-      fi
-    done
     for bad in 2 0:0 3:$((SMALL - 1)); do
       c="fault/$mode/$p-wrong-result-rank-$bad"
       [ $mode = mpi ] && { mpi_cases "$c" || continue; }
@@ -101,24 +87,6 @@ for variant in sim-pthread sim-mpi; do
         want_status 2
         want_err "$text"
         [[ $a0 == -h ]] || want_err "rank 0: stopping: "
-        end
-      fi
-    done
-    # A call that never returns: the watchdog ends the job with exit 3.
-    for call in "$(collective_of $p)" ncclCommWindowRegister; do
-      c="hang/$mode/$p-$call-on-rank-1"
-      [ $mode = mpi ] && { mpi_cases "$c" || continue; }
-      if begin "$c"; then
-        start=$(date +%s)
-        SIM_HANG=$call:1 sim_run $variant $p 3 -n $SMALL --timeout 2
-        want_status 3
-        # One process prints every rank's line (under MPI it asks the
-        # others for theirs), in rank order.
-        want_err "rank 1: in $call("
-        grep -o 'rank [0-9]: in [a-zA-Z_]*' "$f.err" | cut -c6 | tr -d '\n' >"$f.order"
-        [ "$(cat "$f.order")" = 012 ] || why+="rank lines: '$(cat "$f.order")', wanted one per rank in order 012; "
-        want_err "call has not returned after --timeout 2 s: ending the job (exit 3)"
-        [ $(($(date +%s) - start)) -le 8 ] || why+="took $(($(date +%s) - start)) s, not about 2; "
         end
       fi
     done

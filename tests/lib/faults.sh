@@ -1,0 +1,189 @@
+# The fault matrix's cells, shared by the suite's subset (tests/suites/
+# 55-fault-matrix.sh, in `make test`) and the whole matrix
+# (tests/fault_matrix.sh, `make test-faults`). Sourced after tap.sh and
+# programs.sh.
+#
+# A cell is one line "ACTION MODE PROGRAM HOW NRANKS RANK CALL":
+#   ACTION  fails (SIM_FAIL=CALL:RANK) or hangs (SIM_HANG=CALL:RANK)
+#   MODE    pthread or mpi
+#   HOW     lesson (the example as users run it), bench (a small --bench
+#           --overlap), or shared (the lesson with every rank on one GPU,
+#           NCCL 2.30.7 simulated; MPI only: threads that share a device
+#           are told apart only once they have communicators)
+# A cell whose rank makes the call must end the whole job in time with the
+# documented status, naming rank, place and call; one whose rank never makes
+# that call must end with the simulation's INJECTION UNUSED (exit 70). Which
+# it was is kept in $INJECTED_LOG, and `fault_every_call_injected` fails if
+# some injectable call was never injected: the matrix cannot pass by
+# injecting nothing.
+
+FAULT_TIMEOUT=2 # --timeout of the hang cells, in seconds
+BENCH_ARGS="--bench -b 4K -e 4K -w 1 -i 2 --overlap"
+INJECTED_LOG=$LOG/fault-matrix-injected.txt
+
+# Every call the simulation can fail or hang (its own list, tests/sim/state.c).
+injectable_calls() {
+  sed -n '/injectable\[\] = {/,/};/p' "$ROOT/tests/sim/state.c" | grep -o '"[A-Za-z0-9_]*"' | tr -d '"'
+}
+
+# The ranks a cell names: the first, a middle and the last of N.
+fault_ranks() { # N
+  case $1 in
+    1) echo 0 ;;
+    2) echo 0 1 ;;
+    *) echo 0 $(($1 / 2)) $(($1 - 1)) ;;
+  esac
+}
+
+fault_cell_name() { # ACTION MODE PROGRAM HOW N R CALL
+  if [ "$1" = fails ]; then
+    echo "faults/$2/$3/$4/$7-fails-on-rank-$6-of-$5"
+  else
+    echo "hang/$2/$3/$4/$7-on-rank-$6-of-$5"
+  fi
+}
+
+# fault_cell ACTION MODE PROGRAM HOW N R CALL: runs one cell as a case.
+fault_cell() {
+  local action=$1 mode=$2 p=$3 how=$4 n=$5 r=$6 call=$7 name start took
+  name=$(fault_cell_name "$@")
+  [ "$mode" = mpi ] && { mpi_cases "$name" || return 0; }
+  begin "$name" || return 0
+  local -a args=(-n $SMALL)
+  [ "$how" = bench ] && read -ra args <<<"$BENCH_ARGS"
+  [ "$action" = hangs ] && args+=(--timeout $FAULT_TIMEOUT)
+  local inject=SIM_FAIL
+  [ "$action" = hangs ] && inject=SIM_HANG
+  start=$(date +%s%N)
+  local -x "$inject=$call:$r" # for this cell's run only
+  if [ "$how" = shared ]; then
+    shared_run sim-$mode "$p" "$n" 1 23007 "${args[@]}"
+  else
+    sim_run sim-$mode "$p" "$n" "${args[@]}"
+  fi
+  took=$((($(date +%s%N) - start) / 1000000))
+  if [ "$action" = fails ] && grep -qF "ncclsim: injected failure of $call on rank $r" "$f.err"; then
+    echo "fail $call $p $how $mode" >>"$INJECTED_LOG"
+    # CHECK's line: "PROGRAM: rank R: FILE.c:LINE: CALL(ARGS) failed: ..."
+    # (cuBLAS's header names cublasCreate_v2 cublasCreate.)
+    local check="^$p: rank $r: [a-z_/]+\.c:[0-9]+: ${call%_v2}\("
+    case $call in
+      cudaDriverGetVersion | cudaDeviceCanAccessPeer | ncclGetVersion)
+        # Also asked for facts that only explain (what ran, --bench's
+        # header): there a failure leaves the fact unknown and the run goes
+        # on. (ncclGetVersion's first call, the version check, is checked.)
+        if grep -qE "$check" "$f.err"; then
+          want_status 1
+        else
+          want_status 0
+          no_violation
+        fi
+        ;;
+      cudaGetDeviceCount)
+        want_status 1
+        grep -qE "^$p: (rank $r: )?no usable GPU: cudaGetDeviceCount failed: unknown error" "$f.err" ||
+          why+="no line '$p: [rank $r: ]no usable GPU: cudaGetDeviceCount failed: ...' on stderr; "
+        ;;
+      *)
+        want_status 1
+        grep -qE "$check" "$f.err" || why+="no line '$p: rank $r: FILE.c:LINE: ${call%_v2}(...' on stderr; "
+        ;;
+    esac
+    [ "$took" -le 10000 ] || why+="the job took $took ms to end, more than 10 s; "
+  elif [ "$action" = hangs ] && grep -qF "ncclsim: injected hang: $call on rank $r never returns" "$f.err"; then
+    echo "hang $call $p $how $mode" >>"$INJECTED_LOG"
+    want_status 3
+    want_err "$p: rank $r: in $call("
+    want_err "call has not returned after --timeout $FAULT_TIMEOUT s: ending the job (exit 3)"
+    # Every rank's line, in rank order, from one process.
+    local order want
+    order=$(grep -oE "^$p: rank [0-9]+: in " "$f.err" | grep -oE '[0-9]+' | tr '\n' ' ')
+    want=$(seq -s ' ' 0 $((n - 1)))' '
+    [ "$order" = "$want" ] || why+="rank lines '$order', wanted one per rank in order '$want'; "
+    [ "$took" -le $(((FAULT_TIMEOUT + 8) * 1000)) ] ||
+      why+="the job took $took ms to end, more than --timeout $FAULT_TIMEOUT s + 8 s; "
+  else
+    # The rank never makes this call here: the simulation must say so.
+    want_status 70
+    want_err "ncclsim: INJECTION UNUSED: "
+  fi
+  end
+}
+
+# The whole matrix: every injectable call fails on the first, a middle and
+# the last of 1, 2 and 8 ranks; a CUDA call, NCCL's bootstrap (the unique id,
+# communicator init) and window registration hang on the first, a middle
+# and the last of 1, 2, 4 and 8 ranks; both modes, both programs, lesson and
+# --bench (and, under MPI, ranks sharing one GPU).
+fault_matrix_cells() {
+  local mode p how n r call
+  for mode in pthread mpi; do
+    for p in $PROGRAMS; do
+      for how in lesson bench shared; do
+        [ $how = shared ] && [ $mode = pthread ] && continue
+        for n in 1 2 8; do
+          [ $how = shared ] && [ $n = 1 ] && continue
+          for r in $(fault_ranks $n); do
+            for call in $(injectable_calls); do
+              echo "fails $mode $p $how $n $r $call"
+            done
+          done
+        done
+        for n in 1 2 4 8; do
+          [ $how = shared ] && [ $n = 1 ] && continue
+          for r in $(fault_ranks $n); do
+            for call in cudaMemcpy ncclGetUniqueId ncclCommInitRank ncclCommInitRankConfig ncclCommWindowRegister; do
+              echo "hangs $mode $p $how $n $r $call"
+            done
+          done
+        done
+      done
+    done
+  done
+}
+
+# `make test`'s subset (about 120 cells, under a minute): every call fails
+# once per program under pthread (rank 1 of 2, or rank 0 for what only rank
+# 0 does) and the --bench calls also on the last of 8 ranks; a handful
+# under MPI and on a shared GPU; each kind of hang once, over both modes
+# and programs, on the first, a middle or the last rank.
+fault_subset_cells() {
+  local p call i=0
+  for p in $PROGRAMS; do
+    for call in $(injectable_calls); do
+      case $call in
+        cudaMemcpyPeerAsync) echo "fails pthread $p bench 2 0 $call" ;;
+        ncclGetUniqueId | cudaGetDeviceCount | cudaDeviceCanAccessPeer | ncclGetVersion) echo "fails pthread $p lesson 2 0 $call" ;;
+        *) echo "fails pthread $p lesson 2 1 $call" ;;
+      esac
+      case $call in
+        cudaEvent* | cudaMalloc | cudaFree | cudaMemsetAsync | cudaStreamCreateWithFlags | cublas* | ncclCommInitRankConfig | cudaSetDevice)
+          echo "fails pthread $p bench 8 7 $call" ;;
+      esac
+    done
+    echo "fails mpi $p lesson 8 0 ncclMemAlloc"
+    echo "fails mpi $p lesson 8 7 cudaSetDevice"
+    echo "fails mpi $p bench 2 1 ncclCommWindowRegister"
+    echo "fails mpi $p shared 2 1 cudaDeviceGetAttribute"
+  done
+  echo "hangs pthread allreduce_sm lesson 4 0 ncclGetUniqueId"
+  echo "hangs mpi allgather_ce bench 4 0 ncclGetUniqueId"
+  echo "hangs pthread allgather_ce lesson 1 0 cudaMemcpy"
+  echo "hangs mpi allreduce_sm lesson 8 4 cudaMemcpy"
+  echo "hangs pthread allreduce_sm bench 8 7 ncclCommInitRankConfig"
+  echo "hangs mpi allreduce_sm lesson 2 1 ncclCommInitRank"
+  echo "hangs pthread allgather_ce bench 2 1 ncclCommWindowRegister"
+  echo "hangs mpi allgather_ce shared 4 3 ncclCommWindowRegister"
+}
+
+# The check that makes the matrix mean something: every injectable call
+# was injected (made, failed, reported) in at least one cell that ran.
+fault_every_call_injected() { # NAME
+  begin "$1" || return 0
+  local call missing=""
+  for call in $(injectable_calls); do
+    grep -q "^fail $call " "$INJECTED_LOG" 2>/dev/null || missing+="$call "
+  done
+  [ -z "$missing" ] || why+="never injected in a cell that ran: $missing; "
+  end
+}
