@@ -39,8 +39,9 @@
  * of the calling thread's communicator; without one, the rank the thread
  * gave common/'s set_error_rank (heard through -Wl,--wrap=set_error_rank);
  * for a pthread program's main thread, before it starts the ranks, its
- * current device (0). An injection says so on stderr ("ncclsim: injected failure of CALL on rank R",
- * "ncclsim: injected hang: CALL on rank R never returns").
+ * current device (0). An injection says so on stderr ("ncclsim: injected
+ * failure of CALL on rank R", "ncclsim: injected hang: CALL on rank R never
+ * returns").
  */
 /*
  * The simulation's files, one per API area, share this header:
@@ -115,7 +116,7 @@ extern struct CUstream_st *streams;
 extern struct CUevent_st *events;
 
 extern _Thread_local int current_device;
-extern _Thread_local int thread_rank; /* -1 until the thread has a comm */
+extern _Thread_local int thread_rank;  /* -1 until the thread has a comm */
 extern _Thread_local int program_rank; /* what set_error_rank said, or -1 */
 extern _Thread_local char last_error[1024];
 
