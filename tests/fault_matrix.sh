@@ -3,8 +3,8 @@
 # a cell is and checks): every call the simulation can inject fails on the
 # first, a middle and the last of 1, 2 and 8 ranks, and five calls hang on
 # the first, a middle and the last of 1, 2, 4 and 8 ranks, in both modes,
-# both programs, lesson and --bench (under MPI also with ranks sharing one
-# GPU). `make test` runs a subset of the same cells (55-fault-matrix.sh).
+# both programs, in the lesson, in --bench and in the lesson with every rank
+# on one GPU. `make test` runs a subset of the same cells (55-fault-matrix.sh).
 #
 # Cells run FAULT_JOBS at a time (default: 2 per core; most of a cell is
 # waiting). Output is TAP like run_tests.sh's, in cell order, ending with
@@ -27,7 +27,7 @@ case $JOBS in
   '' | *[!0-9]* | 0) echo "fault_matrix.sh: invalid FAULT_JOBS='$JOBS': use a whole number from 1" >&2; exit 2 ;;
 esac
 unset MAKEFLAGS MFLAGS MAKELEVEL
-export TMPDIR=$B/tmp
+export TMPDIR=$B/fault-tmp # its own: make test empties tests/build/tmp
 
 . tests/lib/tap.sh
 . tests/lib/programs.sh
@@ -42,7 +42,7 @@ if [ -n "$LIST" ]; then
   exit 0
 fi
 
-rm -rf "$LOG" && mkdir -p "$LOG/tap" "$TMPDIR"
+rm -rf "$LOG" "$TMPDIR" && mkdir -p "$LOG/tap" "$TMPDIR"
 echo "# ${#cells[@]} cells, $JOBS at a time; MPI: $([ $HAVE_MPI = 1 ] && echo yes || echo "no ($NO_MPI)")"
 why=""
 need programs-sim-pthread

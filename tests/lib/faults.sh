@@ -8,8 +8,7 @@
 #   MODE    pthread or mpi
 #   HOW     lesson (the example as users run it), bench (a small --bench
 #           --overlap), or shared (the lesson with every rank on one GPU,
-#           NCCL 2.30.7 simulated; MPI only: threads that share a device
-#           are told apart only once they have communicators)
+#           NCCL 2.30.7 simulated)
 # A cell whose rank makes the call must end the whole job in time with the
 # documented status, naming rank, place and call; one whose rank never makes
 # that call must end with the simulation's INJECTION UNUSED (exit 70). Which
@@ -65,8 +64,12 @@ fault_cell() {
   if [ "$action" = fails ] && grep -qF "ncclsim: injected failure of $call on rank $r" "$f.err"; then
     echo "fail $call $p $how $mode" >>"$INJECTED_LOG"
     # CHECK's line: "PROGRAM: rank R: FILE.c:LINE: CALL(ARGS) failed: ..."
-    # (cuBLAS's header names cublasCreate_v2 cublasCreate.)
-    local check="^$p: rank $r: [a-z_/]+\.c:[0-9]+: ${call%_v2}\("
+    # (cuBLAS's header names cublasCreate_v2 cublasCreate). A pthread
+    # program's main thread, which counts as rank 0 here, is no rank yet:
+    # its lines carry no "rank R: ".
+    local who="rank $r: "
+    [ "$mode" = pthread ] && [ "$r" = 0 ] && who="(rank 0: )?"
+    local check="^$p: $who[a-z_/]+\.c:[0-9]+: ${call%_v2}\("
     case $call in
       cudaDriverGetVersion | cudaDeviceCanAccessPeer | ncclGetVersion)
         # Also asked for facts that only explain (what ran, --bench's
@@ -86,7 +89,7 @@ fault_cell() {
         ;;
       *)
         want_status 1
-        grep -qE "$check" "$f.err" || why+="no line '$p: rank $r: FILE.c:LINE: ${call%_v2}(...' on stderr; "
+        grep -qE "$check" "$f.err" || why+="no line '$p: $who""FILE.c:LINE: ${call%_v2}(...' on stderr; "
         ;;
     esac
     [ "$took" -le 10000 ] || why+="the job took $took ms to end, more than 10 s; "
@@ -114,13 +117,12 @@ fault_cell() {
 # the last of 1, 2 and 8 ranks; a CUDA call, NCCL's bootstrap (the unique id,
 # communicator init) and window registration hang on the first, a middle
 # and the last of 1, 2, 4 and 8 ranks; both modes, both programs, lesson and
-# --bench (and, under MPI, ranks sharing one GPU).
+# --bench, and the lesson with every rank on one GPU.
 fault_matrix_cells() {
   local mode p how n r call
   for mode in pthread mpi; do
     for p in $PROGRAMS; do
       for how in lesson bench shared; do
-        [ $how = shared ] && [ $mode = pthread ] && continue
         for n in 1 2 8; do
           [ $how = shared ] && [ $n = 1 ] && continue
           for r in $(fault_ranks $n); do
@@ -165,6 +167,7 @@ fault_subset_cells() {
     echo "fails mpi $p lesson 8 7 cudaSetDevice"
     echo "fails mpi $p bench 2 1 ncclCommWindowRegister"
     echo "fails mpi $p shared 2 1 cudaDeviceGetAttribute"
+    echo "fails pthread $p shared 8 4 ncclCommWindowRegister"
   done
   echo "hangs pthread allreduce_sm lesson 4 0 ncclGetUniqueId"
   echo "hangs mpi allgather_ce bench 4 0 ncclGetUniqueId"

@@ -53,6 +53,33 @@ sim_run() {
   fi
 }
 
+# mpi_signal_rank PROGRAM RANK SIGNAL VAR=VALUE MPIRUN-ARGS...: runs
+# mpirun with the simulation (VAR=VALUE in its environment, a SIM_HANG), and
+# once the hang is injected sends SIGNAL to rank RANK's process; waits for
+# the job and sets $status.
+mpi_signal_rank() {
+  local prog=$1 rank=$2 sig=$3 setting=$4 job pid="" q i
+  shift 4
+  need programs-sim-mpi
+  [ -z "$unbuilt" ] || { run true; return; }
+  env "$setting" SIM_DIR="$TMPDIR" timeout -k 5 "$TIMEOUT" "${MPIRUN[@]}" "$@" >"$f.out" 2>"$f.err" &
+  job=$!
+  for ((i = 0; i < 100; i++)); do
+    grep -q "ncclsim: injected hang" "$f.err" && break
+    sleep 0.1
+  done
+  for q in $(pgrep -f "$B/sim-mpi/$prog"); do # mpirun's own environment has no rank
+    tr '\0' '\n' <"/proc/$q/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$rank" && pid=$q
+  done
+  if [ -n "$pid" ]; then
+    kill -"$sig" "$pid"
+  else
+    why+="found no process of rank $rank to send SIG$sig; "
+  fi
+  wait "$job"
+  status=$?
+}
+
 # shared_run VARIANT PROGRAM NRANKS NGPUS VERSION [ARGS...]: sim_run with
 # NGPUS simulated GPUs shared by the ranks, NCCL VERSION (a code: 23007).
 shared_run() {

@@ -90,6 +90,28 @@ for variant in sim-pthread sim-mpi; do
         end
       fi
     done
+    # One MPI process killed, or stopped, while its rank's call hangs.
+    c="fault/mpi/$p-rank-1-killed"
+    if [ $mode = mpi ] && mpi_cases "$c" && begin "$c"; then
+      start=$(date +%s)
+      mpi_signal_rank $p 1 KILL SIM_HANG=cudaMemcpy:1 -np 3 "$B/sim-mpi/$p" -n $SMALL --timeout 50
+      # mpirun passes the killed process's 128 + 9 on: the time tells it
+      # from the test's own time limit.
+      [ "$status" != 0 ] || why+="exit status 0, wanted a failure; "
+      want_err "exited on signal 9 (Killed)"
+      [ $(($(date +%s) - start)) -le 15 ] || why+="took $(($(date +%s) - start)) s to end, not seconds; "
+      end
+    fi
+    c="fault/mpi/$p-stopped-rank-does-not-answer"
+    if [ $mode = mpi ] && mpi_cases "$c" && begin "$c"; then
+      start=$(date +%s)
+      mpi_signal_rank $p 2 STOP SIM_HANG=cudaMemcpy:1 -np 3 "$B/sim-mpi/$p" -n $SMALL --timeout 3
+      want_status 3
+      want_err "rank 1: in cudaMemcpy("
+      want_err "rank 2: no answer within 3 s (its process may be"
+      [ $(($(date +%s) - start)) -le 20 ] || why+="took $(($(date +%s) - start)) s to end, wanted about 3 + 3; "
+      end
+    fi
     c="fault/$mode/$p-misspelt-injection"
     if { [ $mode = pthread ] || mpi_cases "$c"; } && begin "$c"; then
       SIM_FAIL=ncclMemAloc:1 sim_run $variant $p 2 -n $SMALL
