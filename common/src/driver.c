@@ -135,7 +135,7 @@ static int agree_on_options(int argc, char *argv[], example_options *opts,
   int root = transport_worst(process == 0 ? mine : -1); /* rank 0's */
   if (transport_worst(mine != root)) {
     if (mine != root)
-      print_error("rank %d: its command line differs from rank 0's\n", process);
+      print_error("its command line differs from rank 0's\n");
     if (process == 0)
       print_error("stopping: the MPI ranks got different command lines;"
                   " every rank needs the same options\n");

@@ -85,7 +85,7 @@ for variant in sim-pthread sim-mpi; do
         need programs-sim-mpi
         SIM_DIR=$TMPDIR run "${MPIRUN[@]}" -np 1 "$B/sim-mpi/$p" $a0 : -np 1 "$B/sim-mpi/$p" $a1
         want_status 2
-        want_err "$text"
+        want_err "$p: $text" # (one "rank R: ", not two)
         [[ $a0 == -h ]] || want_err "rank 0: stopping: "
         end
       fi
