@@ -98,16 +98,16 @@ static int report(int late_rank)
   }
   fflush(stdout);
   for (int p = 0; p <= peers; p++) {
-    if (p == me || lines == NULL)
+    if (p == me)
       print_lines(mine);
+    else if (lines == NULL)
+      continue; /* no room to keep answers: none were asked for */
     else if (lines[p] != NULL)
       print_lines(lines[p]);
     else
       print_error("rank %d: no answer within %d s (its process may be"
                   " gone)\n",
                   p, ANSWER_WAIT_S);
-    if (lines == NULL)
-      break;
   }
   for (int p = 0; lines != NULL && p <= peers; p++)
     free(lines[p]);

@@ -178,12 +178,12 @@ void report_header(bench *b);
  * and writes the CSV lines (rank 0). */
 void report_size(bench *b, size_t bytes, size_t count, double roof_us,
                  const result *res, row *rows);
-/* One CSV line for an overlap row (rank 0). */
 /* Opens --csv for writing (rank 0): a path naming the file stdout goes to
  * (/dev/stdout, or the file stdout was redirected to) writes to stdout
  * itself, in order with the table; a FIFO no process reads is refused
  * rather than waited on. Returns 1, or 0 after saying why on stderr. */
 int report_csv_open(bench *b);
+/* One CSV line for an overlap row (rank 0). */
 void report_csv_row(bench *b, const row *r);
 /* Closes the CSV; returns 1 if every write to it succeeded, else says why
  * on stderr and returns 0. 1 without --csv. */
