@@ -1,14 +1,14 @@
 # Top-level Makefile: builds each example in its own directory and leaves the
 # programs runnable here (./allreduce_sm, ./allgather_ce).
 #   make [01_allreduce|02_allgather|all] [MPI=1] [NCCL_HOME=..] [CUDA_HOME=..]
-#   make test | test-faults | clean | install [PREFIX=..] [DESTDIR=..] | help
+#   make test | test-faults | test-without-mpi | run-examples [NP=2] | clean | install [PREFIX=..] [DESTDIR=..] | help
 # Variables given on the command line reach the example Makefiles as well.
 
 EXAMPLES := 01_allreduce 02_allgather
 PROGRAM_01_allreduce := allreduce_sm
 PROGRAM_02_allgather := allgather_ce
 
-.PHONY: all $(EXAMPLES) test test-faults clean install help
+.PHONY: all $(EXAMPLES) test test-faults test-without-mpi run-examples clean install help
 all: $(EXAMPLES)
 
 $(EXAMPLES):
@@ -20,6 +20,15 @@ test:
 
 test-faults:
 	bash tests/fault_matrix.sh
+
+# The suite as on a machine without Open MPI (MPI hidden from PATH).
+test-without-mpi:
+	bash tests/without_mpi.sh
+
+# Each example's own `make test`: build it and run it once on this machine's
+# GPUs (MPI=1: under mpirun -np NP). The suite is `make test`.
+run-examples:
+	for e in $(EXAMPLES); do $(MAKE) --no-print-directory -C $$e/c test || exit; done
 
 clean:
 	for e in $(EXAMPLES); do $(MAKE) --no-print-directory -C $$e/c clean || exit; done
@@ -36,6 +45,8 @@ help:
 	@echo "make MPI=1           build for mpirun (one process per GPU)"
 	@echo "make test            run the test suite (no GPU needed)"
 	@echo "make test-faults     the whole fault matrix (no GPU needed; minutes)"
+	@echo "make test-without-mpi  the suite with Open MPI hidden from PATH (MPI cases skipped)"
+	@echo "make run-examples    build and run each example once (needs a GPU; MPI=1: mpirun -np NP, default 2)"
 	@echo "make install         install to \$$(DESTDIR)\$$(PREFIX)/bin (default /usr/local)"
 	@echo "make clean           remove everything built"
-	@echo "variables: MPI=1 MPI_HOME=dir NCCL_HOME=dir CUDA_HOME=dir CC= CFLAGS= LDFLAGS= V=1"
+	@echo "variables: MPI=1 MPI_HOME=dir NCCL_HOME=dir CUDA_HOME=dir CC= CFLAGS= LDFLAGS= V=1 NP=2"

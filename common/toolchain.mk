@@ -19,6 +19,12 @@ DESTDIR ?=
 CFLAGS ?= -O2 -g
 LDFLAGS ?=
 
+ifeq ($(wildcard $(CUDA_HOME)/include/cuda_runtime.h),)
+  ifneq ($(filter-out help clean,$(or $(MAKECMDGOALS),all)),)
+    $(error CUDA_HOME=$(CUDA_HOME) has no include/cuda_runtime.h: set CUDA_HOME to the CUDA toolkit's folder (default /usr/local/cuda))
+  endif
+endif
+
 ifeq ($(MPI),1)
   MODE := mpi
   MPICC ?= $(if $(MPI_HOME),$(MPI_HOME)/bin/mpicc,mpicc)
@@ -89,3 +95,16 @@ ALL_CPPFLAGS := -I$(TOOLCHAIN_DIR)/include $(NCCL_CPPFLAGS) $(PTDS_CPPFLAGS) \
 WARNINGS := -std=c11 -Wall -Wextra -Werror
 
 Q := $(if $(filter 1,$(V)),,@)
+
+# record_build_inputs FILE,TEXT: FILE records the build inputs TEXT (lines
+# NAME=value). It is rewritten only when TEXT differs, so that what depends
+# on FILE is rebuilt exactly when an input changed; the change is said, the
+# old and new values too with V=1. Expands to nothing.
+record_build_inputs = $(shell mkdir -p $(dir $(1)))$(file >$(1).new,$(2))$(call say_config,$(1),$(shell \
+  f=$(1); if cmp -s "$$f.new" "$$f"; then rm -f "$$f.new"; exit; fi; \
+  if [ -e "$$f" ]; then \
+    if [ "$(V)" = 1 ]; then diff "$$f" "$$f.new" | grep '^[<>]' | tr '\n' ' '; \
+    else diff "$$f" "$$f.new" | sed -n 's/^> \([A-Z_]*\)=.*/\1/p' | tr '\n' ' '; fi; \
+    echo changed; \
+  fi; mv -f "$$f.new" "$$f"))
+say_config = $(if $(2),$(info $(empty)  CONFIG  $(1): $(2)))

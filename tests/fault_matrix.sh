@@ -16,6 +16,7 @@
 # TEST_LIST=1      print the cells' names, run nothing
 set -u
 cd "$(dirname "$0")/.." || exit 1
+. tests/lib/environment.sh
 ROOT=$PWD
 B=$ROOT/tests/build
 LOG=$B/fault-logs
@@ -26,8 +27,7 @@ JOBS=${FAULT_JOBS:-$((2 * $(nproc)))}
 case $JOBS in
   '' | *[!0-9]* | 0) echo "fault_matrix.sh: invalid FAULT_JOBS='$JOBS': use a whole number from 1" >&2; exit 2 ;;
 esac
-unset MAKEFLAGS MFLAGS MAKELEVEL
-export TMPDIR=$B/fault-tmp # its own: make test empties tests/build/tmp
+export TMPDIR=$B/fault-tmp # its own: make test empties its logs folder
 
 . tests/lib/tap.sh
 . tests/lib/programs.sh
@@ -49,9 +49,20 @@ need programs-sim-pthread
 [ $HAVE_MPI = 1 ] && need programs-sim-mpi
 [ -z "$why" ] || { echo "fault_matrix.sh: $why" >&2; exit 1; }
 
+# The census of every configuration the cells use, before any cell runs
+# (cells run in parallel and only read them).
+start=$(date +%s)
+while read -r mode p how n; do
+  [ "$mode" = mpi ] && [ $HAVE_MPI = 0 ] && continue
+  (fault_census "$mode" "$p" "$how" "$n" >/dev/null) </dev/null &
+  while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
+done < <(for cell in "${cells[@]}"; do echo "$cell" | cut -d' ' -f2-5; done | sort -u)
+while [ "$(jobs -rp | wc -l)" -gt 0 ]; do wait -n; done
+echo "# census of $(ls "$CENSUS_DIR" 2>/dev/null | grep -c '\.txt$') configurations in $(($(date +%s) - start)) s"
+
 # Each cell runs in a subshell of its own (its own $f, $why, $status) and
 # leaves its TAP line in tap/<index>; they are printed in order afterwards.
-start=$(date +%s)
+# (A census that failed fails its cells, each saying so.)
 i=0
 for cell in "${cells[@]}"; do
   i=$((i + 1))

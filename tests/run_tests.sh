@@ -17,30 +17,38 @@
 #                   building only what they need
 # TEST_LIST=1       print the names of the cases (those TEST_FILTER keeps)
 #                   without building or running anything
+# TEST_LOGS=dir     where the logs go (default tests/build/logs; a run of
+#                   the suite from inside the suite uses its own)
+#
+# The suite starts from a known environment: tests/lib/environment.sh
+# clears what the caller exported that would change a verdict.
 #
 # tests/lib/tap.sh is the framework (begin, need, run, want_*, end, skip),
 # tests/lib/programs.sh what the suites share (probing, sim_run, expected),
 # tests/lib/expected_output.py the one oracle of a good run's output.
 set -u
 cd "$(dirname "$0")/.." || exit 1
+. tests/lib/environment.sh
 ROOT=$PWD
 B=$ROOT/tests/build
-LOG=$B/logs
+LOG=${TEST_LOGS:-$B/logs}
 TIMEOUT=${TEST_TIMEOUT:-60}
 FILTER=${TEST_FILTER:-}
 LIST=${TEST_LIST:-}
-unset MAKEFLAGS MFLAGS MAKELEVEL # build the test variants as this script says
 if [ -z "$LIST" ]; then
-  rm -rf "$LOG" "$B/tmp"
-  mkdir -p "$LOG" "$B/tmp"
+  rm -rf "$LOG"
+  mkdir -p "$LOG/tmp"
 fi
-export TMPDIR=$B/tmp
+export TMPDIR=$LOG/tmp
 
 . tests/lib/tap.sh
 . tests/lib/programs.sh
 
 if [ -z "$LIST" ]; then
   echo "# GPUs visible: $NGPUS; MPI: $([ $HAVE_MPI = 1 ] && echo yes || echo "no ($NO_MPI)")"
+  if [ -n "$SUITE_CLEARED" ]; then
+    echo "# environment: cleared ${SUITE_CLEARED}(tests/lib/environment.sh)"
+  fi
   # A whole run builds everything at once, in parallel; a filtered run
   # builds only what its cases `need`.
   if [ -z "$FILTER" ]; then

@@ -172,6 +172,45 @@ static int spec_matches(const char *var, const char *spec, const char *call)
   return 0;
 }
 
+/* SIM_CALLS_LOG=FILE: the census of a run. Every injectable call a rank
+ * makes is appended to FILE as "CALL RANK", once per process; the fault
+ * matrix runs each configuration once this way, so that a cell knows before
+ * it runs whether its rank makes its call (tests/lib/faults.sh). */
+static void census(const char *call)
+{
+  const char *path = getenv("SIM_CALLS_LOG");
+  if (path == NULL || *path == '\0')
+    return;
+  enum { MAX_SEEN = 4096 };
+  static struct {
+    size_t call; /* its index in injectable[] */
+    int rank;
+  } seen[MAX_SEEN];
+  static int nseen;
+  static pthread_mutex_t census_lock = PTHREAD_MUTEX_INITIALIZER;
+  const int rank = sim_rank();
+  size_t index = 0;
+  while (strcmp(injectable[index], call) != 0) /* it is there: checked */
+    index++;
+  pthread_mutex_lock(&census_lock);
+  int known = 0;
+  for (int i = 0; i < nseen && !known; i++)
+    known = seen[i].rank == rank && seen[i].call == index;
+  if (!known && nseen < MAX_SEEN) {
+    seen[nseen].call = index;
+    seen[nseen++].rank = rank;
+    char line[128];
+    int len = snprintf(line, sizeof line, "%s %d\n", call, rank);
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd < 0 || write(fd, line, (size_t)len) != len) {
+      fprintf(stderr, "ncclsim: SIM_CALLS_LOG='%s' cannot be written\n", path);
+      _exit(SIM_EXIT_VIOLATION);
+    }
+    close(fd);
+  }
+  pthread_mutex_unlock(&census_lock);
+}
+
 int injected_failure(const char *call)
 {
   if (!is_injectable(call, strlen(call))) {
@@ -179,6 +218,7 @@ int injected_failure(const char *call)
             call);
     _exit(SIM_EXIT_VIOLATION);
   }
+  census(call);
   const char *hang = getenv("SIM_HANG");
   if (hang != NULL && spec_matches("SIM_HANG", hang, call)) {
     fprintf(stderr, "ncclsim: injected hang: %s on rank %d never returns\n",

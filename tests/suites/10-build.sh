@@ -57,25 +57,108 @@ if begin build/bad-MPI-value; then
   end
 fi
 
-# NCCL_HOME in the pip wheel's layout (include/, lib/libnccl.so.2 and no
-# libnccl.so), made here from the NCCL this machine has: the build links
-# that file and the program loads it without LD_LIBRARY_PATH.
-if begin build/nccl-home-wheel-layout; then
-  cuda=${CUDA_HOME:-/usr/local/cuda}
+# wheel_layout DIR: a copy of this machine's NCCL in the pip wheel's layout
+# (DIR/nccl/include, DIR/nccl/lib/libnccl.so.2 and no libnccl.so): a second
+# NCCL at another path, for the cases below.
+wheel_layout() {
+  local cuda=${CUDA_HOME:-/usr/local/cuda} lib hdr
   lib=$(ls "$cuda/lib64/libnccl.so.2" /usr/lib/x86_64-linux-gnu/libnccl.so.2 2>/dev/null | head -n 1)
   hdr=$(ls "$cuda/include/nccl.h" /usr/include/nccl.h 2>/dev/null | head -n 1)
+  rm -rf "$1" && mkdir -p "$1/nccl/include" "$1/nccl/lib"
+  cp "$hdr" "$1/nccl/include/" && cp -r "$(dirname "$hdr")"/nccl_device* "$1/nccl/include/" 2>/dev/null
+  cp -L "$lib" "$1/nccl/lib/"
+}
+# nccl_loaded PROGRAM: the libnccl.so.2 path the program loads.
+nccl_loaded() { ldd "$1" 2>/dev/null | sed -n 's/.*libnccl.so.2 => \([^ ]*\).*/\1/p'; }
+
+# NCCL_HOME in the pip wheel's layout: the build links that file and the
+# program loads it without LD_LIBRARY_PATH.
+if begin build/nccl-home-wheel-layout; then
   w=$B/wheel-layout
-  rm -rf "$w" && mkdir -p "$w/nccl/include" "$w/nccl/lib"
-  cp "$hdr" "$(dirname "$hdr")"/nccl_device* "$w/nccl/include/" 2>/dev/null
-  cp -L "$lib" "$w/nccl/lib/"
+  wheel_layout "$w"
   run make --no-print-directory -s -C 01_allreduce/c NCCL_HOME="$w/nccl" BUILD_DIR="$w/obj" BIN="$w/allreduce_sm"
   want_status 0
-  ldd "$w/allreduce_sm" 2>/dev/null | grep -q "libnccl.so.2 => $w/nccl/lib/libnccl.so.2" ||
+  [ "$(nccl_loaded "$w/allreduce_sm")" = "$w/nccl/lib/libnccl.so.2" ] ||
     why+="the program does not load $w/nccl/lib/libnccl.so.2; "
   NTHREADS=1 "$w/allreduce_sm" >"$f.run" 2>&1
   grep -q "Results verified correctly\|no usable GPU" "$f.run" || why+="the program did not run: $(head -n 2 "$f.run"); "
   end
 fi
+
+# Every build input is recorded per build: changing one rebuilds what
+# depends on it, in both directions, through the top-level Makefile (which
+# hands its variables to the example's) as users run it. In a scratch copy
+# of the sources, so that the user's own build is left alone.
+# (MPI_HOME is recorded in MPI builds only, the mode by build/mode-switch.)
+if begin build/inputs-rebuild; then
+  t=$B/inputs-rebuild w=$B/inputs-rebuild-nccl
+  rm -rf "$t" && mkdir -p "$t"
+  git ls-files -co --exclude-standard Makefile common 01_allreduce | tar -cf - -T - | tar -xf - -C "$t"
+  wheel_layout "$w"
+  top() { timeout -k 5 "$TIMEOUT" make -j"$(nproc)" --no-print-directory -C "$t" 01_allreduce "$@" >"$f.step" 2>&1 || why+="make $* failed: $(tail -n 2 "$f.step" | tr '\n' ' '); "; cat "$f.step" >>"$f.out"; }
+  relinked() { ! [ "$t/allreduce_sm" -ot "$f.mark" ] && grep -q "LD      allreduce_sm" "$f.step"; }
+  run true
+  top
+  first=$(nccl_loaded "$t/allreduce_sm")
+  [ -n "$first" ] || why+="the first build loads no libnccl.so.2; "
+  top NCCL_HOME="$w/nccl"
+  [ "$(nccl_loaded "$t/allreduce_sm")" = "$w/nccl/lib/libnccl.so.2" ] || why+="NCCL_HOME=$w/nccl: loads $(nccl_loaded "$t/allreduce_sm"); "
+  grep -q "CONFIG .*NCCL_HOME.*changed" "$f.step" || why+="NCCL_HOME's change was not said; "
+  top
+  [ "$(nccl_loaded "$t/allreduce_sm")" = "$first" ] || why+="back without NCCL_HOME: loads $(nccl_loaded "$t/allreduce_sm"), wanted $first; "
+  top
+  grep -q "CONFIG\|  CC \|  LD " "$f.step" && why+="an unchanged configuration rebuilt: $(grep -m1 'CONFIG\|  CC \|  LD ' "$f.step"); "
+  # The others: each change recompiles or relinks, and is said.
+  ln -sfn "${CUDA_HOME:-/usr/local/cuda}" "$t/cuda"
+  for input in "CFLAGS=-O1 -g" "LDFLAGS=-Wl,-O1" "CUDA_HOME=$t/cuda"; do
+    touch "$f.mark" && sleep 1
+    top "$input"
+    relinked || why+="$input did not relink; "
+    grep -q "CONFIG .*${input%%=*} .*changed" "$f.step" || why+="$input: the change was not said; "
+    touch "$f.mark" && sleep 1
+    top
+    relinked || why+="back from $input did not relink; "
+  done
+  if command -v clang >/dev/null; then
+    top CC=clang
+    grep -q "CONFIG .*CC .*changed" "$f.step" && grep -q "  CC      main.c" "$f.step" || why+="CC=clang did not recompile; "
+    top
+  fi
+  echo "V=1 names the old and new values:" >>"$f.out"
+  top V=1 NCCL_HOME="$w/nccl"
+  grep -q "< NCCL_HOME= .*> NCCL_HOME=$w/nccl" "$f.step" || why+="make V=1 did not show NCCL_HOME's old and new value; "
+  end
+fi
+if begin build/cuda-home-without-toolkit; then
+  run make --no-print-directory -C 01_allreduce/c CUDA_HOME="$B/no-such-cuda" BUILD_DIR="$B/no-such-cuda/obj"
+  want_failure
+  want_err "CUDA_HOME=$B/no-such-cuda has no include/cuda_runtime.h"
+  [ ! -e "$B/no-such-cuda/obj" ] || why+="it wrote $B/no-such-cuda/obj before refusing; "
+  end
+fi
+
+# Each example's own `make test` builds it and runs it once, as NCCL's
+# examples do: on every visible GPU (pthread), under mpirun -np NP (MPI).
+# Without a GPU it fails with the program's one-line message.
+for ex in 01_allreduce:allreduce_sm 02_allgather:allgather_ce; do
+  p=${ex#*:} ex=${ex%:*}
+  for mode in pthread mpi; do
+    c=build/$ex-make-test-$mode
+    [ $mode = mpi ] && { mpi_cases "$c" || continue; }
+    begin "$c" || continue
+    run make --no-print-directory -s -C $ex/c test MPI=$([ $mode = mpi ] && echo 1 || echo 0) \
+      BUILD_DIR="$B/example-test/$p-$mode" BIN="$B/example-test/$p-$mode/$p"
+    if [ "$NGPUS" -gt 0 ]; then
+      want_status 0
+      want_out "Results verified correctly"
+    else
+      want_failure
+      want_err "$p: no usable GPU: cudaGetDeviceCount failed: "
+    fi
+    [ $mode = mpi ] && { grep -q "Number of processes: 2\|rank 0: no usable GPU\|$p: no usable GPU" "$f.out" "$f.err" || why+="not run under mpirun -np 2; "; }
+    end
+  done
+done
 if begin build/nccl-home-without-library; then
   run make --no-print-directory -C 01_allreduce/c NCCL_HOME="$B/no-such-nccl" BUILD_DIR="$B/no-such-nccl/obj"
   want_failure

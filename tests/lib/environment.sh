@@ -1,0 +1,44 @@
+# The suite owns its environment: sourced first by run_tests.sh and
+# fault_matrix.sh, it clears every variable of the caller's shell that
+# changes what the programs, NCCL, CUDA, mpirun or the builds do, so that a
+# verdict never depends on what the caller exported. A case that needs such
+# a variable sets it for its own run.
+#
+# Kept, because they are how the suite reaches this machine's GPUs and
+# libraries, or are the suite's own controls:
+#   PATH, HOME, LD_LIBRARY_PATH      where the programs, mpirun and libraries are
+#   CUDA_VISIBLE_DEVICES             which GPUs the user lends the suite
+#   CUDA_HOME, NCCL_HOME             the toolkit and NCCL to build against
+#   NCCL_NVLS_ENABLE                 set to 0 on shared GPU hosts, to keep
+#                                    NVLink multicast off: never unset it
+#   NCCL_MATRIX, NCCL_MATRIX_DOWNLOAD, NCCL_WHEELS   the NCCL matrix's own
+#   TEST_*, FAULT_JOBS               the runners' own options
+# Cleared (the patterns below): every other NCCL_*; NTHREADS; CUDA launch
+# settings; Open MPI, PMIx, MPICH and batch-system variables (they change how
+# many ranks mpirun starts, or where); the simulation's and the test hooks'
+# switches; sanitizer options and LD_PRELOAD; make variables that change a
+# build (CC, CFLAGS, MPI, MPI_HOME, ...).
+#
+# TEST_KEEP_ENV=1 keeps everything: the suite's own check that this file
+# matters (suite/hermetic-*) runs with it once, and wants failures.
+
+SUITE_CLEARED=""
+own_environment() {
+  [ "${TEST_KEEP_ENV:-0}" = 1 ] && return 0
+  local v
+  for v in $(compgen -e); do
+    case $v in
+      NCCL_HOME | NCCL_NVLS_ENABLE | NCCL_MATRIX | NCCL_MATRIX_DOWNLOAD | NCCL_WHEELS) ;;
+      NCCL_* | NTHREADS | CUDA_LAUNCH_BLOCKING | CUDA_DEVICE_MAX_CONNECTIONS | \
+        OMPI_* | PMIX_* | PRTE_* | OPAL_* | MPIEXEC_* | HYDRA_* | I_MPI_* | MPICH_* | \
+        SLURM_* | PBS_* | LSB_* | \
+        SIM_* | STALL_RANK | LD_PRELOAD | ASAN_OPTIONS | UBSAN_OPTIONS | TSAN_OPTIONS | LSAN_OPTIONS | \
+        CC | CFLAGS | CPPFLAGS | LDFLAGS | MPI | MPI_HOME | MPICC | V | HAVE_CUPTI | HAVE_CUBLAS | \
+        RUNTIME_LIBS | MODE_LIBS | BUILD_DIR | BIN | PREFIX | DESTDIR | MAKEFLAGS | MFLAGS | MAKELEVEL)
+        unset "$v"
+        SUITE_CLEARED+="$v "
+        ;;
+    esac
+  done
+}
+own_environment
