@@ -55,9 +55,17 @@ typedef struct rank_facts {
   int nccl;         /* ncclGetVersion of the loaded NCCL, 0 if unknown */
   int p2p_to_first; /* CUDA P2P to rank 0's device: 1, 0, or -1 (same
                        device, another host, or unknown) */
-  char host[48];
+  char host[48];     /* which host, as NCCL tells hosts apart: see
+                       host_identity */
   engine_work work;
 } rank_facts;
+
+/* Writes to out the identity of this rank's host as NCCL tells hosts apart
+ * (NCCL 2.28 and 2.30 alike, src/misc/utils.cc getHostHash): the value of
+ * NCCL_HOSTID when it is set, else the host name followed by the kernel's
+ * boot id; hashed to 16 hex digits. Ranks with equal identities are on one
+ * host for NCCL, whatever the machines are. */
+void host_identity(char *out, size_t size);
 
 /* Writes the report (one or two lines, each ending in a newline) for
  * nranks ranks' facts into out. `collective` is "AllReduce" or

@@ -98,6 +98,30 @@ enum what_class what_ran_describe(const engine_work *w, int nranks, char *buf,
   return symmetric ? RAN_SYMMETRIC : RAN_REGULAR;
 }
 
+void host_identity(char *out, size_t size)
+{
+  char id[1024] = "";
+  const char *set = getenv("NCCL_HOSTID");
+  if (set != NULL) {
+    snprintf(id, sizeof id, "%s", set);
+  } else {
+    if (gethostname(id, sizeof id - 1) != 0)
+      snprintf(id, sizeof id, "unknown");
+    id[sizeof id - 1] = '\0';
+    FILE *boot = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (boot != NULL) {
+      size_t len = strlen(id);
+      if (fgets(id + len, (int)(sizeof id - len), boot) != NULL)
+        id[len + strcspn(id + len, "\n")] = '\0';
+      fclose(boot);
+    }
+  }
+  unsigned long long hash = 1469598103934665603ull; /* FNV-1a */
+  for (const char *c = id; *c; c++)
+    hash = (hash ^ (unsigned char)*c) * 1099511628211ull;
+  snprintf(out, size, "%016llx", hash);
+}
+
 /* "rank 3", "ranks 0-2", "ranks 0, 2, 5" for the ranks r with in[r]. */
 static void add_ranks(char *buf, size_t size, const int *in, int n)
 {
@@ -174,21 +198,23 @@ static void add_causes(char *buf, size_t size, int n, const rank_facts *facts,
   char version[32] = "";
   if (nccl > 0)
     format_nccl_version(nccl, version, sizeof version);
+  /* NCCL_HOSTID (emulated nodes) decides what NCCL takes for a host. */
+  const char *by = getenv("NCCL_HOSTID") != NULL ? " (by NCCL_HOSTID)" : "";
   if (hosts > 1 && want_ce && nccl >= NCCL_VERSION(2, 30, 0))
     add(buf, size,
-        "%sthe ranks are on %d hosts: NCCL %s uses the copy engines only"
+        "%sthe ranks are on %d hosts%s: NCCL %s uses the copy engines only"
         " within one NVLink domain (one node, or one multi-node NVLink"
         " system)",
-        strlen(buf) > start ? "; " : "", hosts, version);
+        strlen(buf) > start ? "; " : "", hosts, by, version);
   else if (hosts > 1 && want_ce && nccl > 0)
     add(buf, size,
-        "%sthe ranks are on %d hosts: NCCL %s uses the copy engines only"
+        "%sthe ranks are on %d hosts%s: NCCL %s uses the copy engines only"
         " within one node (NCCL 2.30 adds multi-node NVLink systems)",
-        strlen(buf) > start ? "; " : "", hosts, version);
+        strlen(buf) > start ? "; " : "", hosts, by, version);
   else if (hosts > 1)
     add(buf, size,
-        "%sthe ranks are on %d hosts: NCCL needs them in one NVLink domain",
-        strlen(buf) > start ? "; " : "", hosts);
+        "%sthe ranks are on %d hosts%s: NCCL needs them in one NVLink domain",
+        strlen(buf) > start ? "; " : "", hosts, by);
   /* CUDA P2P from each rank's GPU to rank 0's, on rank 0's host. */
   for (int r = 1; r < n; r++)
     if (facts[r].p2p_to_first == 0) {
@@ -267,9 +293,7 @@ void all_ranks_finish_what_ran(const rank_ctx *ctx)
     mine.driver = 0;
   if (ncclGetVersion(&mine.nccl) != ncclSuccess)
     mine.nccl = 0;
-  if (gethostname(mine.host, sizeof mine.host) != 0)
-    snprintf(mine.host, sizeof mine.host, "?");
-  mine.host[sizeof mine.host - 1] = '\0';
+  host_identity(mine.host, sizeof mine.host);
   if (recording) {
     mine.measured = engine_probe_collect(ctx->device, t_start,
                                          engine_probe_now(), &mine.work);

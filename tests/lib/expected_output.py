@@ -45,8 +45,13 @@ def mb(nbytes):
     return f"{nbytes / 1048576:.2f}"
 
 
-def lesson(program, n, count, ngpus):
+NULL_WINDOW = ("  Rank {r}: no symmetric window: this communicator has no symmetric-memory support;"
+               " the collective runs on NCCL's regular path")
+
+
+def lesson(program, n, count, ngpus, null_windows=False):
     ranks = range(n)
+    no_windows = [NULL_WINDOW.format(r=r) for r in ranks] if null_windows else []
     size = count * 4
     out = []
     if program == "allreduce_sm":
@@ -54,6 +59,7 @@ def lesson(program, n, count, ngpus):
         out += [f"  Rank {r} communicator initialized using device {r % ngpus}" for r in ranks]
         out.append("Symmetric Memory allocation")
         out += [f"  Rank {r} allocating {mb(size)} MB per buffer" for r in ranks]
+        out += no_windows
         out += [f"  Rank {r} data initialized (value: {r})" for r in ranks]
         out.append(f"Starting AllReduce with {count} elements ({size // 1048576} MB)")
         out.append("AllReduce completed successfully")
@@ -64,6 +70,7 @@ def lesson(program, n, count, ngpus):
         out += [f"  Rank {r} communicator initialized using device {r % ngpus} (CTAPolicy=2)" for r in ranks]
         out.append("Symmetric Memory allocation")
         out += [f"  Rank {r} allocating {mb(size)} MB send buffer, {mb(size * n)} MB recv buffer" for r in ranks]
+        out += no_windows
         out += [f"  Rank {r} data initialized (value: {r})" for r in ranks]
         out.append(f"Starting AllGather with {count} elements per rank ({size * n // 1048576} MB total)")
         out.append("AllGather completed successfully")
@@ -82,12 +89,12 @@ def lesson(program, n, count, ngpus):
 
 
 def expected(program, nranks, count=DEFAULT_COUNT, mode="pthread", ngpus=None, shared_sms=None,
-             report=True):
+             report=True, null_windows=False):
     """The lines of stdout, without newlines; with `report`, those of a
-    build without CUPTI."""
+    build without CUPTI; with `null_windows`, every rank's window NULL."""
     ngpus = nranks if ngpus is None else ngpus
     lines = shared_lines(nranks, ngpus, shared_sms) if shared_sms else []
-    lines += header(mode, nranks, ngpus) + lesson(program, nranks, count, ngpus)
+    lines += header(mode, nranks, ngpus) + lesson(program, nranks, count, ngpus, null_windows)
     return lines + ([NO_CUPTI_REPORT] if report else [])
 
 
@@ -100,8 +107,10 @@ def main():
     ap.add_argument("--gpus", type=int)
     ap.add_argument("--shared-sms", type=int)
     ap.add_argument("--no-report", action="store_true")
+    ap.add_argument("--null-windows", action="store_true", help="every rank's window is NULL")
     a = ap.parse_args()
-    for line in expected(a.program, a.nranks, a.count, a.mode, a.gpus, a.shared_sms, not a.no_report):
+    for line in expected(a.program, a.nranks, a.count, a.mode, a.gpus, a.shared_sms, not a.no_report,
+                         a.null_windows):
         print(line)
 
 

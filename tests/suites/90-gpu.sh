@@ -71,6 +71,32 @@ if [ "$NGPUS" -gt 0 ]; then
       NCCL_MULTI_RANK_GPU_ENABLE=1 stall_case "hang/gpu/pthread/$p-register-rank-1-of-2-sharing" 2 1 pthread $p
       mpi_cases "hang/gpu/mpi/$p-register-rank-1-of-2-sharing" &&
         NCCL_MULTI_RANK_GPU_ENABLE=1 stall_case "hang/gpu/mpi/$p-register-rank-1-of-2-sharing" 2 1 mpi $p
+      # Emulated nodes: each MPI rank gets NCCL_HOSTID=node<rank / per
+      # node>, so NCCL takes ranks of different ids for different hosts
+      # (NCCL 2.30.7, src/misc/utils.cc getHostHash) and connects them over
+      # its socket transport on this one machine: no real network, no NVLink
+      # domain between the nodes.
+      for n in 2 4; do
+        for per in 1 2; do
+          c="emulated-nodes/gpu/mpi/$p-$n-ranks-$per-per-node"
+          mpi_cases "$c" || continue
+          begin "$c" || continue
+          nodes=$((n / per))
+          windows=$([ $nodes -gt 1 ] && echo --null-windows)
+          expected $p $n --mode mpi --gpus $NGPUS --shared-sms $GPU_SMS --no-report $windows >"$f.expected"
+          need real-programs-mpi
+          NCCL_MULTI_RANK_GPU_ENABLE=1 run "${MPIRUN[@]}" -np $n -x NCCL_MULTI_RANK_GPU_ENABLE -x NCCL_SOCKET_IFNAME=lo -x NCCL_IB_DISABLE=1 \
+            bash -c 'NCCL_HOSTID=node$((OMPI_COMM_WORLD_RANK / '$per')) exec "$0" "$@"' "$B/real-mpi/$p"
+          want_status 0; want_real_output "$f.expected"
+          if [ $nodes -gt 1 ]; then
+            want_out "the ranks are on $nodes hosts (by NCCL_HOSTID)"
+            no_out "What ran: $( [ $p = allgather_ce ] && echo AllGather || echo AllReduce) ran NCCL's symmetric"
+          else # one emulated node: the control, as without NCCL_HOSTID
+            no_out "hosts"
+          fi
+          end
+        done
+      done
       for n in 2 4; do
         if begin "shared-gpu/gpu/pthread/$p-bench-$n"; then
           need real-programs-pthread

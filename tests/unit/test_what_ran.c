@@ -140,6 +140,36 @@ int main(void)
     HAS("; the ranks are on 2 hosts: NCCL needs them in one NVLink domain\n");
   }
 
+  /* Hosts as NCCL counts them: NCCL_HOSTID when set (emulated nodes on one
+   * machine), else the host name and boot id. */
+  char plain[48], node0[48], node0_again[48], node1[48], empty[48];
+  unsetenv("NCCL_HOSTID");
+  host_identity(plain, sizeof plain);
+  setenv("NCCL_HOSTID", "node0", 1);
+  host_identity(node0, sizeof node0);
+  host_identity(node0_again, sizeof node0_again);
+  setenv("NCCL_HOSTID", "node1", 1);
+  host_identity(node1, sizeof node1);
+  setenv("NCCL_HOSTID", "", 1); /* set, though empty: NCCL takes it too */
+  host_identity(empty, sizeof empty);
+  EXPECT(strlen(plain) == 16 && strlen(node0) == 16);
+  EXPECT(strcmp(node0, node0_again) == 0);
+  EXPECT(strcmp(node0, node1) != 0);
+  EXPECT(strcmp(node0, plain) != 0 && strcmp(empty, plain) != 0);
+  reset(2);
+  kernel(0, RING);
+  kernel(1, RING);
+  facts[0].null_window = 1;
+  facts[0].nccl = NCCL_VERSION(2, 30, 7);
+  snprintf(facts[0].host, sizeof facts[0].host, "%s", node0);
+  snprintf(facts[1].host, sizeof facts[1].host, "%s", node1);
+  report("AllReduce", 0, 2);
+  HAS("; the ranks are on 2 hosts (by NCCL_HOSTID): NCCL needs them in one"
+      " NVLink domain\n");
+  unsetenv("NCCL_HOSTID");
+  report("AllReduce", 0, 2);
+  HAS("; the ranks are on 2 hosts: NCCL needs them");
+
   /* One rank: a local copy, and why. */
   reset(1);
   facts[0].work.copies = 1;
