@@ -13,11 +13,18 @@
 #                                    NVLink multicast off: never unset it
 #   NCCL_MATRIX, NCCL_MATRIX_DOWNLOAD, NCCL_WHEELS   the NCCL matrix's own
 #   TEST_*, FAULT_JOBS               the runners' own options
+#   other OMPI_MCA_*, PMIX_MCA_*, PRTE_MCA_*  how this machine's Open MPI
+#                                    starts processes (the H200 machine sets
+#                                    OMPI_MCA_plm and PMIX_MCA_gds: mpirun
+#                                    needs them there)
 # Cleared (the patterns below): every other NCCL_*; NTHREADS; CUDA launch
-# settings; Open MPI, PMIx, MPICH and batch-system variables (they change how
-# many ranks mpirun starts, or where); the simulation's and the test hooks'
-# switches; sanitizer options and LD_PRELOAD; make variables that change a
-# build (CC, CFLAGS, MPI, MPI_HOME, ...).
+# settings; what says "this process is a rank of an mpirun job" (so that
+# the suite run under mpirun does not take its programs for ranks); MPI
+# settings that change how many ranks mpirun starts or where (hostfiles,
+# hosts, mapping), MPICH's and batch systems' (Slurm, PBS, LSF); the
+# simulation's and the test hooks' switches; sanitizer options and
+# LD_PRELOAD; make variables that change a build (CC, CFLAGS, MPI, MPI_HOME,
+# ...).
 #
 # TEST_KEEP_ENV=1 keeps everything: the suite's own check that this file
 # matters (suite/hermetic-*) runs with it once, and wants failures.
@@ -30,8 +37,10 @@ own_environment() {
     case $v in
       NCCL_HOME | NCCL_NVLS_ENABLE | NCCL_MATRIX | NCCL_MATRIX_DOWNLOAD | NCCL_WHEELS) ;;
       NCCL_* | NTHREADS | CUDA_LAUNCH_BLOCKING | CUDA_DEVICE_MAX_CONNECTIONS | \
-        OMPI_* | PMIX_* | PRTE_* | OPAL_* | MPIEXEC_* | HYDRA_* | I_MPI_* | MPICH_* | \
-        SLURM_* | PBS_* | LSB_* | \
+        OMPI_COMM_WORLD_* | OMPI_UNIVERSE_SIZE | OMPI_MCA_orte_ess_* | OMPI_MCA_ess_base_* | \
+        PMIX_RANK | PMIX_NAMESPACE | PMIX_SERVER_* | PMIX_SYSTEM_* | \
+        *_MCA_*hostfile* | *_MCA_*rmaps* | *_MCA_*_host | *_MCA_orte_*host* | \
+        MPIEXEC_* | HYDRA_* | I_MPI_* | MPICH_* | SLURM_* | PBS_* | LSB_* | \
         SIM_* | STALL_RANK | LD_PRELOAD | ASAN_OPTIONS | UBSAN_OPTIONS | TSAN_OPTIONS | LSAN_OPTIONS | \
         CC | CFLAGS | CPPFLAGS | LDFLAGS | MPI | MPI_HOME | MPICC | V | HAVE_CUPTI | HAVE_CUBLAS | \
         RUNTIME_LIBS | MODE_LIBS | BUILD_DIR | BIN | PREFIX | DESTDIR | MAKEFLAGS | MFLAGS | MAKELEVEL)

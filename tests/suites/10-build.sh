@@ -126,7 +126,7 @@ if begin build/inputs-rebuild; then
   fi
   echo "V=1 names the old and new values:" >>"$f.out"
   top V=1 NCCL_HOME="$w/nccl"
-  grep -q "< NCCL_HOME= .*> NCCL_HOME=$w/nccl" "$f.step" || why+="make V=1 did not show NCCL_HOME's old and new value; "
+  grep -q "< NCCL_HOME=[^ ]* .*> NCCL_HOME=$w/nccl" "$f.step" || why+="make V=1 did not show NCCL_HOME's old and new value; "
   end
 fi
 if begin build/cuda-home-without-toolkit; then

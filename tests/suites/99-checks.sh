@@ -28,7 +28,8 @@ fi
 # filtered run under a hostile environment gives the verdicts of a clean
 # one. The control runs the same with TEST_KEEP_ENV=1 and wants exactly the
 # cases these variables break to fail, which shows that they are hostile.
-HOSTILE=(NCCL_MULTI_RANK_GPU_ENABLE=1 NTHREADS=3 NCCL_CTA_POLICY=0 NCCL_WIN_ENABLE=0 SIM_DEVICES=1 NCCL_DEBUG=INFO CUDA_LAUNCH_BLOCKING=1)
+HOSTILE=(NCCL_MULTI_RANK_GPU_ENABLE=1 NTHREADS=3 NCCL_CTA_POLICY=0 NCCL_WIN_ENABLE=0 SIM_DEVICES=1 NCCL_DEBUG=INFO
+  CUDA_LAUNCH_BLOCKING=1 OMPI_MCA_orte_default_hostfile=/nonexistent/hostfile OMPI_COMM_WORLD_SIZE=5)
 HOSTILE_CASES='^(fault/(pthread|mpi)/[a-z_]+-more-ranks-than-gpus|rule/one-rank-per-device|sim/sim-(pthread|mpi)/[a-z_]+-[24]|options/[a-z_]+-help)$'
 HOSTILE_BROKEN='^not ok [0-9]+ - (fault/pthread/[a-z_]+-more-ranks-than-gpus|sim/sim-(pthread|mpi)/[a-z_]+-[24]):'
 if begin suite/hermetic-hostile-environment; then
