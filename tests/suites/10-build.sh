@@ -146,12 +146,16 @@ for ex in 01_allreduce:allreduce_sm 02_allgather:allgather_ce; do
     c=build/$ex-make-test-$mode
     [ $mode = mpi ] && { mpi_cases "$c" || continue; }
     begin "$c" || continue
-    run make --no-print-directory -s -C $ex/c test MPI=$([ $mode = mpi ] && echo 1 || echo 0) \
+    # NP: the default 2 where the GPUs allow it (one rank per GPU without
+    # NCCL_MULTI_RANK_GPU_ENABLE), else one per GPU.
+    np=2
+    [ "$NGPUS" = 1 ] && np=1
+    run make --no-print-directory -s -C $ex/c test MPI=$([ $mode = mpi ] && echo 1 || echo 0) NP=$np \
       BUILD_DIR="$B/example-test/$p-$mode" BIN="$B/example-test/$p-$mode/$p"
     if [ "$NGPUS" -gt 0 ]; then
       want_status 0
       want_out "Results verified correctly"
-      [ $mode = mpi ] && want_out "Number of processes: 2"
+      [ $mode = mpi ] && want_out "Number of processes: $np"
     elif [ $mode = mpi ]; then # both processes of mpirun -np 2 say it
       want_failure
       want_err "$p: rank 0: no usable GPU: cudaGetDeviceCount failed: "
