@@ -37,6 +37,10 @@
 
 #include "engine.h"
 
+/* Note: record() takes the result of a call made before it, never the call
+ * itself: C leaves the order of argument evaluation open, and the window
+ * must be read after the call. */
+
 #define MIB        ((size_t)1 << 20)
 #define LOOP_TIMES 1000
 
@@ -169,10 +173,9 @@ static void fact_part(const fact *f, ncclComm_t comm, int rank, int nranks,
     note(o->detail, sizeof o->detail, "ncclMemAlloc failed");
     return;
   }
-  record(o, comm,
-         ncclCommWindowRegister(comm, buf + offset, 2 * MIB, &win,
-                                NCCL_WIN_COLL_SYMMETRIC),
-         win != NULL);
+  ncclResult_t res = ncclCommWindowRegister(comm, buf + offset, 2 * MIB, &win,
+                                            NCCL_WIN_COLL_SYMMETRIC);
+  record(o, comm, res, win != NULL);
   if (win)
     ncclCommWindowDeregister(comm, win);
   ncclMemFree(buf);
@@ -191,10 +194,9 @@ static void fact_twice(const fact *f, ncclComm_t comm, int rank, int nranks,
   }
   ncclResult_t res1 = ncclCommWindowRegister(comm, buf, 4 * MIB, &first,
                                              NCCL_WIN_COLL_SYMMETRIC);
-  record(o, comm,
-         ncclCommWindowRegister(comm, buf, 4 * MIB, &second,
-                                NCCL_WIN_COLL_SYMMETRIC),
-         second != NULL);
+  ncclResult_t res2 = ncclCommWindowRegister(comm, buf, 4 * MIB, &second,
+                                             NCCL_WIN_COLL_SYMMETRIC);
+  record(o, comm, res2, second != NULL);
   note(o->detail, sizeof o->detail,
        "first registration: %s, window %s; second window %s the first",
        ncclGetErrorString(res1), first ? "non-NULL" : "NULL",
@@ -332,8 +334,8 @@ static void fact_what_ran(const fact *f, ncclComm_t comm, int rank, int nranks,
   cudaGetDevice(&device);
   int measured = engine_probe_start();
   uint64_t t0 = engine_probe_now();
-  record(o, comm, ncclAllGather(send, recv, bytes, ncclChar, comm, s),
-         sw != NULL && rw != NULL);
+  ncclResult_t res = ncclAllGather(send, recv, bytes, ncclChar, comm, s);
+  record(o, comm, res, sw != NULL && rw != NULL);
   cudaStreamSynchronize(s);
   engine_work w;
   if (measured && engine_probe_collect(device, t0, engine_probe_now(), &w)) {

@@ -13,6 +13,12 @@
  * NCCL_HOME to a newer NCCL). */
 #if !defined(NCCL_VERSION_CODE) || NCCL_VERSION_CODE < NCCL_VERSION(2, 27, 0)
 #error "nccl.h is older than 2.27: symmetric windows need NCCL >= 2.27"
+/* An integer variable of NCCL's, read as NCCL reads them (NCCL 2.30.7,
+ * src/misc/param.cc, ncclLoadParam): unset or empty gives `unset`;
+ * otherwise strtoll(text, NULL, 0), so "1x" is 1 and "yes" is 0; a value
+ * out of range gives `unset` as well. */
+long long nccl_int_variable(const char *name, long long unset);
+
 #endif
 
 /* Collective. Compares the NCCL library loaded at run time (ncclGetVersion)
@@ -67,5 +73,11 @@ void fit_shared_gpu_kernels(int ranks, int ngpus, int device, int say);
 
 /* The hint every "more ranks than GPUs" message ends with. */
 const char *shared_gpu_hint(void);
+
+/* An integer variable of NCCL's, read as NCCL reads them (NCCL 2.30.7,
+ * src/misc/param.cc, ncclLoadParam): unset or empty gives `unset`;
+ * otherwise strtoll(text, NULL, 0), so "1x" is 1 and "yes" is 0; a value
+ * out of range gives `unset` as well. */
+long long nccl_int_variable(const char *name, long long unset);
 
 #endif

@@ -55,8 +55,8 @@ typedef struct rank_facts {
   int nccl;         /* ncclGetVersion of the loaded NCCL, 0 if unknown */
   int p2p_to_first; /* CUDA P2P to rank 0's device: 1, 0, or -1 (same
                        device, another host, or unknown) */
-  char host[48];     /* which host, as NCCL tells hosts apart: see
-                       host_identity */
+  char host[48];    /* which host, as NCCL tells hosts apart: see
+                      host_identity */
   engine_work work;
 } rank_facts;
 
@@ -67,11 +67,22 @@ typedef struct rank_facts {
  * host for NCCL, whatever the machines are. */
 void host_identity(char *out, size_t size);
 
+/* The CTA policy NCCL_CTA_POLICY=text sets for NCCL version `nccl`, which
+ * then replaces config.CTAPolicy. From 2.29 (the 2.29.7 and 2.30.7
+ * libraries; 2.30.7's src/init.cc, getEnvCtaPolicyOnce): a leading digit
+ * 0, 1 or 2 is that policy, any other digit DEFAULT (0); else names
+ * DEFAULT, EFFICIENCY, ZERO, any case, joined by '|', unknown ones ignored.
+ * Before (2.28.9's library reads it with ncclParamCtaPolicy): an integer,
+ * as nccl_int_variable. Returns 1 and *policy, or 0 when the text sets
+ * nothing (then the config's policy stands). */
+int nccl_env_cta_policy(const char *text, int nccl, int *policy);
+
 /* Writes the report (one or two lines, each ending in a newline) for
  * nranks ranks' facts into out. `collective` is "AllReduce" or
  * "AllGather"; want_ce: the example is about the copy engines (else about
  * symmetric kernels); `unavailable` says why nothing was measured. Reads
- * NCCL_WIN_ENABLE and NCCL_CUMEM_ENABLE. Pure otherwise: unit-tested. */
+ * NCCL_WIN_ENABLE, NCCL_CUMEM_ENABLE, NCCL_LOCAL_REGISTER, NCCL_CTA_POLICY
+ * and NCCL_HOSTID. Pure otherwise: unit-tested. */
 void what_ran_format(const char *collective, int want_ce, int nranks,
                      const rank_facts *facts, const char *unavailable,
                      char *out, size_t size);

@@ -63,20 +63,31 @@ const char *shared_gpu_hint(void)
          " a GPU";
 }
 
-/* NCCL reads its integer variables with strtoll and ignores a value that is
- * not a number; so do we, but loudly. Returns 1 (on), 0 (off or unset) or
- * -1 (not a number). */
+long long nccl_int_variable(const char *name, long long unset)
+{
+  const char *text = getenv(name);
+  if (text == NULL || text[0] == '\0')
+    return unset;
+  errno = 0;
+  long long value = strtoll(text, NULL, 0);
+  return errno != 0 ? unset : value;
+}
+
+/* NCCL_MULTI_RANK_GPU_ENABLE as NCCL reads it (nccl_int_variable): 1 (on),
+ * 0 (off or unset), or -1: NCCL reads it as 0, but the text is not a
+ * plain number ("yes"): most likely a mistake, said rather than ignored. */
 static int multi_rank_gpu_requested(const char **text)
 {
   *text = getenv("NCCL_MULTI_RANK_GPU_ENABLE");
+  long long value = nccl_int_variable("NCCL_MULTI_RANK_GPU_ENABLE", 0);
+  if (value != 0)
+    return 1;
   if (*text == NULL || (*text)[0] == '\0')
     return 0;
   char *end = NULL;
   errno = 0;
-  long long value = strtoll(*text, &end, 0);
-  if (errno != 0 || end == *text || *end != '\0')
-    return -1;
-  return value != 0;
+  (void)strtoll(*text, &end, 0);
+  return end != *text && *end == '\0' ? 0 : -1;
 }
 
 enum gpu_sharing decide_gpu_sharing(int ranks, int ngpus)
@@ -88,9 +99,9 @@ enum gpu_sharing decide_gpu_sharing(int ranks, int ngpus)
   if (asked == 0)
     return GPU_TOO_FEW;
   if (asked < 0) {
-    print_error("invalid NCCL_MULTI_RANK_GPU_ENABLE='%s': NCCL ignores a"
-                " value that is not a number; use 1 to let %d ranks share"
-                " %d GPU(s), or unset it\n",
+    print_error("invalid NCCL_MULTI_RANK_GPU_ENABLE='%s': NCCL reads it as a"
+                " number (strtoll), so this is 0, off; use 1 to let %d ranks"
+                " share %d GPU(s), or unset it\n",
                 text, ranks, ngpus);
     return GPU_SHARING_BAD;
   }

@@ -1,5 +1,7 @@
 #include "what_ran.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,6 +124,39 @@ void host_identity(char *out, size_t size)
   snprintf(out, size, "%016llx", hash);
 }
 
+int nccl_env_cta_policy(const char *text, int nccl, int *policy)
+{
+  if (text == NULL || text[0] == '\0')
+    return 0;
+  if (nccl < NCCL_VERSION(2, 29, 0)) {
+    errno = 0;
+    long long value = strtoll(text, NULL, 0);
+    if (errno != 0)
+      return 0;
+    *policy = (int)value;
+    return 1;
+  }
+  if (isdigit((unsigned char)text[0])) {
+    *policy = text[0] == '1' ? 1 : text[0] == '2' ? 2 : 0;
+    return 1;
+  }
+  int found = 0, value = 0;
+  for (const char *t = text; *t;) {
+    size_t len = strcspn(t, "|");
+    const char *names[] = {"DEFAULT", "EFFICIENCY", "ZERO"};
+    const int bits[] = {0, 1, 2};
+    for (int i = 0; i < 3; i++)
+      if (len == strlen(names[i]) && strncasecmp(t, names[i], len) == 0) {
+        value |= bits[i];
+        found = 1;
+      }
+    t += len + (t[len] == '|');
+  }
+  if (found)
+    *policy = value;
+  return found;
+}
+
 /* "rank 3", "ranks 0-2", "ranks 0, 2, 5" for the ranks r with in[r]. */
 static void add_ranks(char *buf, size_t size, const int *in, int n)
 {
@@ -173,15 +208,32 @@ static void add_causes(char *buf, size_t size, int n, const rank_facts *facts,
         ": the communicator has no symmetric-memory support"
         " (NCCL_DEBUG=INFO: NCCL's INIT log says why)");
   }
-  const char *win = getenv("NCCL_WIN_ENABLE"),
-             *cumem = getenv("NCCL_CUMEM_ENABLE");
-  if (win && strcmp(win, "0") == 0)
-    add(buf, size, "%sNCCL_WIN_ENABLE=0 is set",
-        strlen(buf) > start ? "; " : "");
-  if (cumem && strcmp(cumem, "0") == 0)
+  /* Variables that take windows away, read as NCCL reads them; what each
+   * did is recorded in docs/facts (tools/nccl_facts). */
+  const int nccl = facts[0].nccl;
+  if (nccl_int_variable("NCCL_WIN_ENABLE", 1) == 0)
+    add(buf, size, "%sNCCL_WIN_ENABLE=%s is set (0 for NCCL)",
+        strlen(buf) > start ? "; " : "", getenv("NCCL_WIN_ENABLE"));
+  if (nccl_int_variable("NCCL_CUMEM_ENABLE", 1) == 0)
     add(buf, size,
-        "%sNCCL_CUMEM_ENABLE=0 is set (windows need CUDA virtual memory)",
-        strlen(buf) > start ? "; " : "");
+        "%sNCCL_CUMEM_ENABLE=%s is set (0 for NCCL; windows need CUDA"
+        " virtual memory)",
+        strlen(buf) > start ? "; " : "", getenv("NCCL_CUMEM_ENABLE"));
+  if (nccl > 0 && nccl < NCCL_VERSION(2, 29, 0) &&
+      nccl_int_variable("NCCL_LOCAL_REGISTER", 1) == 0)
+    add(buf, size,
+        "%sNCCL_LOCAL_REGISTER=%s is set (0 for NCCL; NCCL 2.28.3 then"
+        " hands back NULL windows)",
+        strlen(buf) > start ? "; " : "", getenv("NCCL_LOCAL_REGISTER"));
+  /* NCCL_CTA_POLICY replaces config.CTAPolicy when it sets a policy. */
+  const char *cta_text = getenv("NCCL_CTA_POLICY");
+  int cta = 0;
+  if (want_ce && nccl > 0 && nccl_env_cta_policy(cta_text, nccl, &cta) &&
+      !(cta & 2))
+    add(buf, size,
+        "%sNCCL_CTA_POLICY=%s replaces config.CTAPolicy: the loaded NCCL"
+        " reads it as %d, without ZERO (2)",
+        strlen(buf) > start ? "; " : "", cta_text, cta);
   int driver = facts[0].driver;
   if (want_ce && driver > 0 && driver < 12050)
     add(buf, size, "%sthe CUDA driver is %d.%d; the copy engines need >= 12.5",
@@ -194,7 +246,6 @@ static void add_causes(char *buf, size_t size, int n, const rank_facts *facts,
     hosts += !seen;
   }
   /* The copy engines reach across nodes only from NCCL 2.30 on. */
-  const int nccl = facts[0].nccl;
   char version[32] = "";
   if (nccl > 0)
     format_nccl_version(nccl, version, sizeof version);

@@ -62,11 +62,13 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId *id)
   return ncclSuccess;
 }
 
-/* NCCL >= 2.30 with NCCL_MULTI_RANK_GPU_ENABLE set to a non-zero number. */
+/* NCCL >= 2.30 with NCCL_MULTI_RANK_GPU_ENABLE non-zero, read as NCCL
+ * reads its integer variables: strtoll(text, NULL, 0), so "1x" is 1. */
 static int multi_rank_gpu_allowed(void)
 {
-  return simulated_version() >= NCCL_VERSION(2, 30, 0) &&
-         env_long("NCCL_MULTI_RANK_GPU_ENABLE", 0) != 0;
+  const char *text = getenv("NCCL_MULTI_RANK_GPU_ENABLE");
+  return simulated_version() >= NCCL_VERSION(2, 30, 0) && text != NULL &&
+         strtoll(text, NULL, 0) != 0;
 }
 
 static ncclResult_t init_rank(ncclComm_t *out, int nranks, ncclUniqueId id,

@@ -39,7 +39,14 @@ for variant in sim-pthread sim-mpi; do
     if { [ $mode = pthread ] || mpi_cases "$c"; } && begin "$c"; then
       SIM_DEVICES=1 SIM_NCCL_VERSION=23007 NCCL_MULTI_RANK_GPU_ENABLE=yes sim_run $variant $p 2 -n $SMALL
       want_failure; [ $mode = pthread ] && want_status 2
-      want_err "invalid NCCL_MULTI_RANK_GPU_ENABLE='yes': NCCL ignores a value that is not a number"
+      want_err "invalid NCCL_MULTI_RANK_GPU_ENABLE='yes': NCCL reads it as a number (strtoll), so this is 0, off"
+      end
+    fi
+    # NCCL reads "1x" as 1 (strtoll): the programs too.
+    c="shared-gpu/$mode/$p-switch-1x-is-on-as-for-nccl"
+    if { [ $mode = pthread ] || mpi_cases "$c"; } && begin "$c"; then
+      SIM_DEVICES=1 SIM_NCCL_VERSION=23007 NCCL_MULTI_RANK_GPU_ENABLE=1x sim_run $variant $p 2 -n $SMALL
+      want_status 0; want_out "Results verified correctly"; no_violation
       end
     fi
     c="shared-gpu/$mode/$p-own-NCCL_MAX_CTAS"

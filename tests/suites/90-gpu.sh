@@ -49,7 +49,38 @@ if [ "$NGPUS" -gt 0 ]; then
   # Several ranks on one GPU: real NCCL >= 2.30 only.
   [ -n "$LIST" ] || need unit/gpu_facts
   read -r NCCL_CODE GPU_SMS < <("$B/unit/gpu_facts" 2>/dev/null | sed 's/nccl=\([0-9]*\) sms=\([0-9]*\)/\1 \2/')
-  if [ "${NCCL_CODE:-0}" -lt 23000 ]; then
+  NCCL_CODE=${NCCL_CODE:-0}
+  nccl_name=$((NCCL_CODE / 10000)).$((NCCL_CODE % 10000 / 100)).$((NCCL_CODE % 100))
+
+  # What the loaded NCCL does with windows (tools/nccl_facts), against what
+  # docs/facts recorded for the same version: a difference fails, showing
+  # both lines; a version with no record is said, not failed.
+  for n in 1 2; do
+    c="facts/gpu/$n-rank"
+    [ $n -gt 1 ] && [ "$NCCL_CODE" -lt 23000 ] && { skip "$c" "NCCL $nccl_name cannot share a GPU (2.30 can)"; continue; }
+    begin "$c" || continue
+    record=$ROOT/docs/facts/nccl-$nccl_name-${n}rank$([ $n -gt 1 ] && echo s).tsv
+    run make --no-print-directory -s -C "$ROOT/tools" facts FACTS_BIN="$B/tools/nccl_facts"
+    want_status 0
+    run "$B/tools/nccl_facts" --ranks $n --tsv --timeout 30
+    want_status 0
+    if [ -e "$record" ]; then
+      diff "$record" "$f.out" >"$f.diff" ||
+        why+="NCCL $nccl_name no longer does what $record recorded: $(grep '^[<>]' "$f.diff" | head -n 4 | tr '\t\n' '  '); "
+    else
+      echo "# $c: no record for NCCL $nccl_name in docs/facts (add $f.out there to keep it)"
+    fi
+    end
+  done
+  if [ "$NCCL_CODE" -ge 23000 ] && begin what-ran/gpu/allgather_ce-NCCL_CTA_POLICY=0-2-ranks; then
+    need real-programs-pthread
+    NCCL_CTA_POLICY=0 NCCL_MULTI_RANK_GPU_ENABLE=1 NTHREADS=2 run "$B/real-pthread/allgather_ce"
+    want_status 0
+    want_out "What ran: AllGather ran NCCL's symmetric kernel"
+    want_out "NCCL_CTA_POLICY=0 replaces config.CTAPolicy: the loaded NCCL reads it as 0, without ZERO (2)"
+    end
+  fi
+  if [ "$NCCL_CODE" -lt 23000 ]; then
     skip "shared-gpu/gpu/*" "the loaded NCCL (code ${NCCL_CODE:-unknown}) is older than 2.30, which lets ranks share a GPU (build with NCCL_HOME=<NCCL 2.30+>)"
   else
     for p in $PROGRAMS; do

@@ -170,6 +170,72 @@ int main(void)
   report("AllReduce", 0, 2);
   HAS("; the ranks are on 2 hosts: NCCL needs them");
 
+  /* NCCL_CTA_POLICY as each NCCL reads it. */
+  const int v228 = NCCL_VERSION(2, 28, 9), v230 = NCCL_VERSION(2, 30, 7);
+  int pol = -1;
+  EXPECT(nccl_env_cta_policy("ZERO", v230, &pol) && pol == 2);
+  EXPECT(nccl_env_cta_policy("zero|efficiency", v230, &pol) && pol == 3);
+  EXPECT(nccl_env_cta_policy("0", v230, &pol) && pol == 0);
+  EXPECT(nccl_env_cta_policy("2", v230, &pol) && pol == 2);
+  EXPECT(nccl_env_cta_policy("7", v230, &pol) && pol == 0);
+  EXPECT(nccl_env_cta_policy("EFFICIENCY", v230, &pol) && pol == 1);
+  EXPECT(!nccl_env_cta_policy("BOGUS", v230, &pol));
+  EXPECT(!nccl_env_cta_policy("", v230, &pol));
+  EXPECT(!nccl_env_cta_policy(NULL, v230, &pol));
+  EXPECT(nccl_env_cta_policy("ZERO", v228, &pol) && pol == 0); /* strtoll */
+  EXPECT(nccl_env_cta_policy("2", v228, &pol) && pol == 2);
+  EXPECT(nccl_env_cta_policy("0x2", v228, &pol) && pol == 2);
+  /* NCCL's integer variables: strtoll(text, NULL, 0). */
+  setenv("NCCL_WIN_ENABLE", "0x0", 1);
+  EXPECT(nccl_int_variable("NCCL_WIN_ENABLE", 1) == 0);
+  setenv("NCCL_WIN_ENABLE", "1x", 1);
+  EXPECT(nccl_int_variable("NCCL_WIN_ENABLE", 7) == 1);
+  setenv("NCCL_WIN_ENABLE", "", 1);
+  EXPECT(nccl_int_variable("NCCL_WIN_ENABLE", 7) == 7);
+  setenv("NCCL_WIN_ENABLE", "99999999999999999999", 1);
+  EXPECT(nccl_int_variable("NCCL_WIN_ENABLE", 7) == 7);
+  unsetenv("NCCL_WIN_ENABLE");
+  EXPECT(nccl_int_variable("NCCL_WIN_ENABLE", 7) == 7);
+
+  /* The Why line names a policy from the environment that drops ZERO, as
+   * the loaded NCCL reads it; not one that keeps it. */
+  const char *cta_cases[][3] = {
+      {"0", "30", "NCCL_CTA_POLICY=0 replaces config.CTAPolicy: the loaded"
+                  " NCCL reads it as 0, without ZERO (2)"},
+      {"EFFICIENCY", "30", "NCCL_CTA_POLICY=EFFICIENCY replaces"
+                           " config.CTAPolicy: the loaded NCCL reads it as 1"},
+      {"ZERO", "28", "NCCL_CTA_POLICY=ZERO replaces config.CTAPolicy: the"
+                     " loaded NCCL reads it as 0"},
+      {"ZERO", "30", NULL},
+      {"2", "28", NULL}};
+  for (int c = 0; c < 5; c++) {
+    reset(2);
+    kernel(0, SYMK);
+    kernel(1, SYMK);
+    facts[0].nccl = cta_cases[c][1][0] == '3' ? v230 : v228;
+    setenv("NCCL_CTA_POLICY", cta_cases[c][0], 1);
+    report("AllGather", 1, 2);
+    if (cta_cases[c][2])
+      HAS(cta_cases[c][2]);
+    else
+      LACKS("NCCL_CTA_POLICY");
+    report("AllReduce", 0, 2); /* only the copy-engine example asks */
+    LACKS("NCCL_CTA_POLICY");
+  }
+  unsetenv("NCCL_CTA_POLICY");
+  reset(2);
+  kernel(0, RING);
+  kernel(1, RING);
+  facts[0].nccl = v228;
+  setenv("NCCL_LOCAL_REGISTER", "0", 1);
+  report("AllReduce", 0, 2);
+  HAS("NCCL_LOCAL_REGISTER=0 is set (0 for NCCL; NCCL 2.28.3 then hands back"
+      " NULL windows)");
+  facts[0].nccl = v230;
+  report("AllReduce", 0, 2);
+  LACKS("NCCL_LOCAL_REGISTER");
+  unsetenv("NCCL_LOCAL_REGISTER");
+
   /* One rank: a local copy, and why. */
   reset(1);
   facts[0].work.copies = 1;
