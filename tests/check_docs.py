@@ -12,6 +12,10 @@
   blanks, contiguous and in order; a line `/* ... */` skips any lines.
 - A documented error line `PROG: rank R: main.c:LINE: CALL failed` must name
   a LINE of PROG's main.c that holds CALL.
+- A citation of a recorded fact, `[fact ID @ FILE = OUTCOME]` in any .md or
+  source file, must name a FILE of docs/facts holding the fact ID, and
+  OUTCOME must be how that file's row begins when read as "RESULT, window
+  WINDOW; DETAIL" (RESULT without NCCL's "(run with ...)" hint).
 Prints one line per problem; exits 1 if there is any.
 """
 import difflib
@@ -160,6 +164,39 @@ def check_tables(problems):
     return checks
 
 
+CITATION = re.compile(r"\[fact ([\w.=-]+) @ ([\w.-]+\.tsv) = ([^\]]+)\]")
+
+
+def fact_outcome(row):
+    """The row of a docs/facts file as citations state it."""
+    result = row["result"].split(" (run with")[0]
+    text = f"{result}, window {row['window']}"
+    return text + (f"; {row['detail']}" if row.get("detail") else "")
+
+
+def check_fact_citations(problems):
+    """Every [fact ID @ FILE = OUTCOME] cites a recorded fact as recorded."""
+    checked = 0
+    for doc in tracked("*.md") + tracked("*.c") + tracked("*.h"):
+        text = open(os.path.join(ROOT, doc)).read()
+        for m in CITATION.finditer(" ".join(text.split())):
+            checked += 1
+            fact, name, stated = m.group(1), m.group(2), m.group(3).strip()
+            path = os.path.join(ROOT, "docs", "facts", name)
+            if not os.path.exists(path):
+                problems.append(f"{doc}: cites {name}, which docs/facts does not have")
+                continue
+            lines = open(path).read().rstrip("\n").split("\n")
+            header = lines[0].split("\t")
+            rows = {r["id"]: r for r in (dict(zip(header, l.split("\t"))) for l in lines[1:])}
+            if fact not in rows:
+                problems.append(f"{doc}: cites fact {fact}, which {name} does not record")
+            elif not fact_outcome(rows[fact]).startswith(stated):
+                problems.append(f"{doc}: says fact {fact} in {name} is '{stated}'; it recorded"
+                                f" '{fact_outcome(rows[fact])}'")
+    return checked
+
+
 def main():
     problems = []
     sources = {p: [l.strip() for l in open(os.path.join(ROOT, p)).read().split("\n")]
@@ -202,6 +239,7 @@ def main():
                     if num > len(src) or call.split("(")[0] not in src[num - 1]:
                         problems.append(f"{doc}: '{prog} main.c:{num}' does not hold {call}")
     checked += check_tables(problems)
+    checked += check_fact_citations(problems)
     for p in problems:
         print(p)
     print(f"check_docs: {checked} checks, {len(problems)} problems")

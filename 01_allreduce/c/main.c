@@ -3,8 +3,8 @@
  *
  * Learning objectives
  *  - allocate buffers that peers can map, with ncclMemAlloc
- *  - register them as symmetric windows (a collective call, same size on
- *    every rank) so NCCL can pick its symmetric-memory algorithms
+ *  - register them as symmetric windows (collective; the same size on every
+ *    rank, as NCCL < 2.30.5 requires) so NCCL can use symmetric algorithms
  *  - run an AllReduce on them, verify it, and tear everything down in the
  *    order the lifecycle requires
  *
@@ -56,8 +56,8 @@ static int allreduce_sm(const rank_ctx *ctx)
   NCCLCHECK(ncclMemAlloc(&d_recvbuff, size_bytes));
 
   /* STEP 3: Register symmetric memory windows -----------------------------
-   * A collective call: every rank registers, with the same size, or the
-   * others wait for it. */
+   * Collective: every rank registers, or the others wait; the same size on
+   * every rank, as NCCL < 2.30.5 requires (2.30.5+ allow sizes to differ). */
   ncclWindow_t send_win;
   ncclWindow_t recv_win;
   NCCLCHECK(ncclCommWindowRegister(comm, d_sendbuff, size_bytes, &send_win,

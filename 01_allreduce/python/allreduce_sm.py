@@ -38,7 +38,8 @@ def main():
     sendbuf = nccl.cupy.empty(count, dtype=cp.float32)
     recvbuf = nccl.cupy.empty(count, dtype=cp.float32)
 
-    # STEP 3: Register symmetric windows: collective, same size on every rank
+    # STEP 3: Register symmetric windows: collective; the same size on every
+    # rank, as NCCL before 2.30.5 requires
     send_win = comm.register_window(sendbuf, nccl.WindowFlag.COLL_SYMMETRIC)
     recv_win = comm.register_window(recvbuf, nccl.WindowFlag.COLL_SYMMETRIC)
     ex.all_ranks_report_windows(ranks, send_win, recv_win)

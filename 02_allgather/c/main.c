@@ -22,7 +22,7 @@
 #include "example.h"
 
 #if NCCL_VERSION_CODE < NCCL_VERSION(2, 28, 0)
-/* ncclConfig_t.CTAPolicy exists from NCCL 2.28 on. */
+/* NCCL_CTA_POLICY_ZERO is new in NCCL 2.28's nccl.h. */
 #error "nccl.h is older than 2.28: allgather_ce needs NCCL >= 2.28"
 #endif
 
@@ -41,8 +41,8 @@ static int allgather_ce(const rank_ctx *ctx)
   util_broadcast(0, ctx, &nccl_unique_id);
 
   CUDACHECK(cudaSetDevice(ctx->device));
-  /* CTAPolicy ZERO (= 2) lets NCCL run eligible collectives on the copy
-   * engines; NCCL_CTA_POLICY=ZERO in the environment does the same. */
+  /* CTAPolicy ZERO (= 2) lets NCCL use the copy engines. NCCL_CTA_POLICY in
+   * the environment replaces it (docs/troubleshooting.md: per version). */
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.CTAPolicy = NCCL_CTA_POLICY_ZERO;
   ncclComm_t comm;
@@ -71,7 +71,7 @@ static int allgather_ce(const rank_ctx *ctx)
   NCCLCHECK(ncclMemAlloc(&d_recvbuff, recv_size_bytes));
 
   /* STEP 3: Register symmetric memory windows -----------------------------
-   * A collective call: every rank registers, with the same sizes. */
+   * Collective; the same sizes on every rank, as NCCL < 2.30.5 requires. */
   ncclWindow_t send_win;
   ncclWindow_t recv_win;
   NCCLCHECK(ncclCommWindowRegister(comm, d_sendbuff, send_size_bytes, &send_win,

@@ -28,10 +28,15 @@ long long nccl_int_variable(const char *name, long long unset);
 int all_ranks_require_nccl(const rank_ctx *ctx, int min_code,
                            const char *feature);
 
-/* Collective. NCCL returns success and a NULL window when the communicator
- * has no symmetric-memory support (for example GPUs without P2P). Each rank
- * that got a NULL window says so in one line; the run goes on, since NCCL
- * then uses its regular path. Returns 1 if this rank's windows are real. */
+/* Collective. Each rank that got a NULL window from a successful
+ * ncclCommWindowRegister says so in one line; the run goes on, on NCCL's
+ * regular path. What a NULL window means depends on the NCCL version
+ * (docs/facts): NCCL 2.30.7 hands one back when windows are off
+ * (NCCL_WIN_ENABLE=0, NCCL_CUMEM_ENABLE=0) or unsupported (ranks on several
+ * hosts); NCCL 2.28.3 for a cudaMalloc buffer or with NCCL_LOCAL_REGISTER=0,
+ * while a non-NULL window there does not prove symmetric support. So the
+ * line says what happened, not why. Returns 1 if this rank's windows are
+ * real. */
 int all_ranks_report_windows(const rank_ctx *ctx, ncclWindow_t send_win,
                              ncclWindow_t recv_win);
 

@@ -198,12 +198,12 @@ def require_nccl(ranks, nccl, minimum, feature):
 
 
 def all_ranks_report_windows(ranks, *windows):
-    """Collective: NCCL hands back an empty window when the communicator has
-    no symmetric-memory support; say so, once per rank affected."""
+    """Collective: a rank whose window came back empty says so, once (what
+    that means depends on the NCCL version: see docs/facts)."""
     real = all(w.handle != 0 for w in windows)
     ranks.all_ranks_print("" if real else
-                        f"  Rank {ranks.rank}: no symmetric window: this communicator has no"
-                        " symmetric-memory support; the collective runs on NCCL's regular path")
+                        f"  Rank {ranks.rank}: no symmetric window: NCCL handed back a NULL window;"
+                        " the collective runs on NCCL's regular path")
 
 
 def mismatches(values, expected):

@@ -49,9 +49,8 @@ int all_ranks_report_windows(const rank_ctx *ctx, ncclWindow_t send_win,
   char line[ALL_RANKS_GATHER_MAX] = "";
   if (!real)
     snprintf(line, sizeof line,
-             "  Rank %d: no symmetric window: this communicator has no"
-             " symmetric-memory support; the collective runs on NCCL's"
-             " regular path\n",
+             "  Rank %d: no symmetric window: NCCL handed back a NULL window;"
+             " the collective runs on NCCL's regular path\n",
              ctx->rank);
   all_ranks_print_line(ctx, line);
   return real;

@@ -205,7 +205,7 @@ static void add_causes(char *buf, size_t size, int n, const rank_facts *facts,
     add(buf, size, "NULL windows on ");
     add_ranks(buf, size, in, n);
     add(buf, size,
-        ": the communicator has no symmetric-memory support"
+        ": NCCL registered no window"
         " (NCCL_DEBUG=INFO: NCCL's INIT log says why)");
   }
   /* Variables that take windows away, read as NCCL reads them; what each

@@ -45,7 +45,7 @@ def mb(nbytes):
     return f"{nbytes / 1048576:.2f}"
 
 
-NULL_WINDOW = ("  Rank {r}: no symmetric window: this communicator has no symmetric-memory support;"
+NULL_WINDOW = ("  Rank {r}: no symmetric window: NCCL handed back a NULL window;"
                " the collective runs on NCCL's regular path")
 
 

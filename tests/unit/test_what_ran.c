@@ -84,8 +84,8 @@ int main(void)
   HAS("symmetric kernel AllReduce_RSxLD_AGxST_sum_f32 on ranks 0-2;"
       " NCCL's regular kernel AllGather_RING_LL (no symmetric kernel) on"
       " rank 3");
-  HAS("Why no symmetric kernel: NULL windows on rank 3: the communicator has"
-      " no symmetric-memory support");
+  HAS("Why no symmetric kernel: NULL windows on rank 3: NCCL registered no"
+      " window");
   LACKS("no known cause");
 
   /* Every cause at once, in a fixed order. */
