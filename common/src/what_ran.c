@@ -274,7 +274,14 @@ static void add_causes(char *buf, size_t size, int n, const rank_facts *facts,
       break; /* one such pair says enough */
     }
   free(in);
-  if (strlen(buf) == start)
+  if (strlen(buf) == start && nccl > 0 && nccl < NCCL_VERSION(2, 29, 0))
+    add(buf, size,
+        "no known cause found, and the windows prove nothing: NCCL %s hands"
+        " back windows it cannot use symmetrically (2.28.3 did for a buffer"
+        " 256 bytes into an allocation: docs/facts) (NCCL_DEBUG=INFO"
+        " NCCL_DEBUG_SUBSYS=TUNING shows NCCL's choice on rank 0)",
+        version);
+  else if (strlen(buf) == start)
     add(buf, size,
         "no known cause found (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING shows"
         " NCCL's choice on rank 0)");

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "test_util.h"
+#include "requirements.h"
 #include "what_ran.h"
 
 #define SYMK "ncclSymkDevKernel_AllReduce_RSxLD_AGxST_sum_f32"
@@ -200,12 +201,15 @@ int main(void)
   /* The Why line names a policy from the environment that drops ZERO, as
    * the loaded NCCL reads it; not one that keeps it. */
   const char *cta_cases[][3] = {
-      {"0", "30", "NCCL_CTA_POLICY=0 replaces config.CTAPolicy: the loaded"
-                  " NCCL reads it as 0, without ZERO (2)"},
-      {"EFFICIENCY", "30", "NCCL_CTA_POLICY=EFFICIENCY replaces"
-                           " config.CTAPolicy: the loaded NCCL reads it as 1"},
-      {"ZERO", "28", "NCCL_CTA_POLICY=ZERO replaces config.CTAPolicy: the"
-                     " loaded NCCL reads it as 0"},
+      {"0", "30",
+       "NCCL_CTA_POLICY=0 replaces config.CTAPolicy: the loaded"
+       " NCCL reads it as 0, without ZERO (2)"},
+      {"EFFICIENCY", "30",
+       "NCCL_CTA_POLICY=EFFICIENCY replaces"
+       " config.CTAPolicy: the loaded NCCL reads it as 1"},
+      {"ZERO", "28",
+       "NCCL_CTA_POLICY=ZERO replaces config.CTAPolicy: the"
+       " loaded NCCL reads it as 0"},
       {"ZERO", "30", NULL},
       {"2", "28", NULL}};
   for (int c = 0; c < 5; c++) {
@@ -235,6 +239,18 @@ int main(void)
   report("AllReduce", 0, 2);
   LACKS("NCCL_LOCAL_REGISTER");
   unsetenv("NCCL_LOCAL_REGISTER");
+  /* Before 2.29 a window is no proof of symmetric support. */
+  reset(2);
+  kernel(0, RING);
+  kernel(1, RING);
+  facts[0].nccl = NCCL_VERSION(2, 28, 3);
+  report("AllReduce", 0, 2);
+  HAS("no known cause found, and the windows prove nothing: NCCL 2.28.3 hands"
+      " back windows it cannot use symmetrically");
+  facts[0].nccl = v230;
+  report("AllReduce", 0, 2);
+  HAS("no known cause found (NCCL_DEBUG=INFO");
+  LACKS("prove nothing");
 
   /* One rank: a local copy, and why. */
   reset(1);
