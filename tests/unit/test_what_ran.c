@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "test_util.h"
 #include "requirements.h"
+#include "test_util.h"
 #include "what_ran.h"
 
 #define SYMK "ncclSymkDevKernel_AllReduce_RSxLD_AGxST_sum_f32"
