@@ -100,6 +100,16 @@ static void record(outcome *o, ncclComm_t comm, ncclResult_t res, int window)
       *c = ' ';
 }
 
+/* ncclMemAlloc, or a note in the fact's detail that it failed. */
+static int mem_alloc(void **buf, size_t size, outcome *o)
+{
+  if (ncclMemAlloc(buf, size) == ncclSuccess)
+    return 1;
+  note(o->detail, sizeof o->detail, "ncclMemAlloc of %zu MiB failed",
+       size / MIB);
+  return 0;
+}
+
 /* The control: a whole ncclMemAlloc buffer must get a window. */
 static int control(ncclComm_t comm, outcome *o)
 {
@@ -151,10 +161,9 @@ static void fact_cudamalloc(const fact *f, ncclComm_t comm, int rank,
     note(o->detail, sizeof o->detail, "cudaMalloc failed");
     return;
   }
-  record(
-      o, comm,
-      ncclCommWindowRegister(comm, buf, 4 * MIB, &win, NCCL_WIN_COLL_SYMMETRIC),
-      win != NULL);
+  ncclResult_t res =
+      ncclCommWindowRegister(comm, buf, 4 * MIB, &win, NCCL_WIN_COLL_SYMMETRIC);
+  record(o, comm, res, win != NULL);
   if (win)
     ncclCommWindowDeregister(comm, win);
   cudaFree(buf);
@@ -169,10 +178,8 @@ static void fact_part(const fact *f, ncclComm_t comm, int rank, int nranks,
   const size_t offset = strcmp(f->id, "register.offset256") == 0 ? 256 : 0;
   char *buf = NULL;
   ncclWindow_t win = NULL;
-  if (ncclMemAlloc((void **)&buf, 4 * MIB) != ncclSuccess) {
-    note(o->detail, sizeof o->detail, "ncclMemAlloc failed");
+  if (!mem_alloc((void **)&buf, 4 * MIB, o))
     return;
-  }
   ncclResult_t res = ncclCommWindowRegister(comm, buf + offset, 2 * MIB, &win,
                                             NCCL_WIN_COLL_SYMMETRIC);
   record(o, comm, res, win != NULL);
@@ -188,10 +195,8 @@ static void fact_twice(const fact *f, ncclComm_t comm, int rank, int nranks,
   control(comm, o);
   void *buf = NULL;
   ncclWindow_t first = NULL, second = NULL;
-  if (ncclMemAlloc(&buf, 4 * MIB) != ncclSuccess) {
-    note(o->detail, sizeof o->detail, "ncclMemAlloc failed");
+  if (!mem_alloc(&buf, 4 * MIB, o))
     return;
-  }
   ncclResult_t res1 = ncclCommWindowRegister(comm, buf, 4 * MIB, &first,
                                              NCCL_WIN_COLL_SYMMETRIC);
   ncclResult_t res2 = ncclCommWindowRegister(comm, buf, 4 * MIB, &second,
@@ -217,10 +222,8 @@ static void fact_free_first(const fact *f, ncclComm_t comm, int rank,
   control(comm, o);
   void *buf = NULL;
   ncclWindow_t win = NULL;
-  if (ncclMemAlloc(&buf, 4 * MIB) != ncclSuccess) {
-    note(o->detail, sizeof o->detail, "ncclMemAlloc failed");
+  if (!mem_alloc(&buf, 4 * MIB, o))
     return;
-  }
   ncclCommWindowRegister(comm, buf, 4 * MIB, &win, NCCL_WIN_COLL_SYMMETRIC);
   record(o, comm, ncclMemFree(buf), -1);
   note(o->detail, sizeof o->detail, "its window was %s",
@@ -237,9 +240,10 @@ static void fact_sizes_differ(const fact *f, ncclComm_t comm, int rank,
   const size_t size = (1 + (size_t)rank) * MIB, count = 1024;
   float *send = NULL, *recv = NULL;
   ncclWindow_t sw = NULL, rw = NULL;
-  if (ncclMemAlloc((void **)&send, size) != ncclSuccess ||
-      ncclMemAlloc((void **)&recv, size) != ncclSuccess) {
-    note(o->detail, sizeof o->detail, "ncclMemAlloc failed");
+  if (!mem_alloc((void **)&send, size, o))
+    return;
+  if (!mem_alloc((void **)&recv, size, o)) {
+    ncclMemFree(send);
     return;
   }
   ncclResult_t res =
@@ -285,10 +289,8 @@ static void fact_loop(const fact *f, ncclComm_t comm, int rank, int nranks,
   (void)f, (void)rank, (void)nranks;
   control(comm, o);
   void *buf = NULL;
-  if (ncclMemAlloc(&buf, 64 * MIB) != ncclSuccess) {
-    note(o->detail, sizeof o->detail, "ncclMemAlloc failed");
+  if (!mem_alloc(&buf, 64 * MIB, o))
     return;
-  }
   int i, nulls = 0;
   ncclResult_t res = ncclSuccess;
   for (i = 0; i < LOOP_TIMES && res == ncclSuccess; i++) {
@@ -320,9 +322,10 @@ static void fact_what_ran(const fact *f, ncclComm_t comm, int rank, int nranks,
   const size_t bytes = MIB;
   char *send = NULL, *recv = NULL;
   ncclWindow_t sw = NULL, rw = NULL;
-  if (ncclMemAlloc((void **)&send, bytes) != ncclSuccess ||
-      ncclMemAlloc((void **)&recv, bytes * (size_t)nranks) != ncclSuccess) {
-    note(o->detail, sizeof o->detail, "ncclMemAlloc failed");
+  if (!mem_alloc((void **)&send, bytes, o))
+    return;
+  if (!mem_alloc((void **)&recv, bytes * (size_t)nranks, o)) {
+    ncclMemFree(send);
     return;
   }
   ncclCommWindowRegister(comm, send, bytes, &sw, NCCL_WIN_COLL_SYMMETRIC);
