@@ -445,13 +445,16 @@ static int child(const fact *f, int nranks)
            err != cudaSuccess ? cudaGetErrorName(err) : "none visible");
     return 0;
   }
-  rank_job *jobs = calloc((size_t)nranks, sizeof *jobs);
-  pthread_t *threads = calloc((size_t)nranks, sizeof *threads);
-  if (jobs == NULL || threads == NULL)
-    return 1;
   ncclUniqueId id;
   if (ncclGetUniqueId(&id) != ncclSuccess)
     return 1;
+  rank_job *jobs = calloc((size_t)nranks, sizeof *jobs);
+  pthread_t *threads = calloc((size_t)nranks, sizeof *threads);
+  if (jobs == NULL || threads == NULL) {
+    free(jobs);
+    free(threads);
+    return 1;
+  }
   for (int r = 0; r < nranks; r++) {
     jobs[r] = (rank_job){
         .f = f, .rank = r, .nranks = nranks, .ngpus = ngpus, .id = id};

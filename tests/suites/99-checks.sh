@@ -68,7 +68,7 @@ if command -v cppcheck >/dev/null; then
   if begin static/cppcheck; then
     run cppcheck --quiet --error-exitcode=1 --enable=warning,style,performance,portability \
       --std=c11 --inline-suppr -D__GNUC__ "-D_Noreturn=__attribute__((noreturn))" -DNCCL_VERSION_CODE=22809 "-DNCCL_VERSION(X,Y,Z)=((X)*10000+(Y)*100+(Z))" \
-      -I common/include common 01_allreduce 02_allgather tests/sim tests/unit tests/rules
+      -I common/include common 01_allreduce 02_allgather tests/sim tests/unit tests/rules tools
     want_status 0
     end
   fi
