@@ -74,7 +74,8 @@ void *host_calloc(size_t n, size_t size);
  * write, so that lines from several ranks do not interleave. */
 void print_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* The program name used in messages; run_example sets it from argv[0]. */
-void set_program_name(const char *name);
+/* The program name used in messages: the last part of `path`; run_example
+ * sets it from argv[0]. */
+void set_program_name(const char *path);
 
 #endif

@@ -23,4 +23,12 @@ void all_ranks_print(const rank_ctx *ctx, const char *fmt, ...)
  * and no line is printed for it. */
 void all_ranks_print_line(const rank_ctx *ctx, const char *line);
 
+/* Called first by run_example. Ignores SIGPIPE, so that writing to a pipe
+ * whose reader is gone fails with EPIPE and takes the program's "writing
+ * ... failed" path (exit 1) instead of killing it silently. Opens /dev/null
+ * on a closed standard input or error, so that no file the program opens
+ * later takes their place. Returns 0, or 1 if standard output is closed:
+ * then nothing the program prints could be read, and it says so. */
+int own_standard_streams(void);
+
 #endif

@@ -119,7 +119,11 @@ _Noreturn void fatal(int status)
   _exit(status);
 }
 
-void set_program_name(const char *name) { program_name = name; }
+void set_program_name(const char *path)
+{
+  const char *slash = strrchr(path, '/');
+  program_name = slash ? slash + 1 : path;
+}
 
 void print_error(const char *fmt, ...)
 {

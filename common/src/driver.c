@@ -10,6 +10,7 @@
 #include "bench.h"
 #include "bootstrap.h"
 #include "checks.h"
+#include "output.h"
 #include "requirements.h"
 #include "transport.h"
 #include "watchdog.h"
@@ -146,6 +147,9 @@ static int agree_on_options(int argc, char *argv[], example_options *opts,
 
 int run_example(int argc, char *argv[], const example_desc *example)
 {
+  set_program_name(argv[0]);
+  if (own_standard_streams() != 0)
+    return EXIT_FAILURE;
   transport_start(&argc, &argv);
   int first = transport_process() == 0;
   example_options opts;

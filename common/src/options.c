@@ -131,7 +131,7 @@ enum parse_result parse_options(int argc, char *argv[], example_options *opts,
       {NULL, 0, NULL, 0},
   };
   const char *slash = strrchr(argv[0], '/');
-  set_program_name(slash ? slash + 1 : argv[0]);
+  set_program_name(argv[0]);
   *opts = (example_options){
       .prog = slash ? slash + 1 : argv[0],
       .count = DEFAULT_COUNT,

@@ -1,9 +1,13 @@
 #include "output.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "checks.h"
 
@@ -42,4 +46,26 @@ void all_ranks_print(const rank_ctx *ctx, const char *fmt, ...)
   vsnprintf(line, sizeof line, fmt, ap);
   va_end(ap);
   all_ranks_print_line(ctx, line);
+}
+
+int own_standard_streams(void)
+{
+  signal(SIGPIPE, SIG_IGN);
+  int stdout_closed = 0;
+  for (int fd = 0; fd <= 2; fd++) {
+    if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
+      continue;
+    /* open returns the lowest free descriptor: this one. */
+    int got = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+    if (got != fd) {
+      if (got >= 0)
+        close(got);
+      return 1;
+    }
+    stdout_closed |= fd == STDOUT_FILENO;
+  }
+  if (stdout_closed)
+    print_error("standard output is closed: nothing this program prints"
+                " could be read; run it with a standard output\n");
+  return stdout_closed;
 }

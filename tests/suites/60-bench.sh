@@ -115,6 +115,39 @@ for p in $PROGRAMS; do
     rm -f "$f.fifo"
     end
   fi
+  # The reader goes away: the program must not die of SIGPIPE (exit 141,
+  # no word) but say that writing failed, exit 1.
+  if begin "bench/sim-pthread/$p-csv-fifo-reader-goes-away"; then
+    rm -f "$f.fifo" && mkfifo "$f.fifo"
+    (exec 3<"$f.fifo"; sleep 0.5) & # opens it, reads nothing, leaves
+    reader=$!
+    sleep 0.2
+    sim_run sim-pthread $p 2 --bench -b 4K -e 16M -w 1 -i 2 --csv "$f.fifo"
+    wait $reader
+    want_status 1
+    want_err "writing --csv $f.fifo failed: Broken pipe"
+    rm -f "$f.fifo"
+    end
+  fi
+  if begin "bench/sim-pthread/$p-stdout-reader-goes-away"; then
+    need programs-sim-pthread
+    # stdout a pipe whose reader has gone: the status goes to stderr.
+    SIM_DIR=$TMPDIR NTHREADS=2 run bash -c '{ sleep 0.3; "$0" -n 64; echo "status $?" >&2; } | true' "$B/sim-pthread/$p"
+    want_err "$p: writing to standard output failed: Broken pipe"
+    want_err "status 1"
+    end
+  fi
+  # A closed stdout: refused at start, before the CSV file could take
+  # descriptor 1 and get the table.
+  if begin "bench/sim-pthread/$p-stdout-closed-with-csv"; then
+    rm -f "$f.csv"
+    need programs-sim-pthread
+    SIM_DIR=$TMPDIR NTHREADS=2 run bash -c '"$0" --bench -b 4K -e 4K -w 1 -i 1 --csv "$1" >&-' "$B/sim-pthread/$p" "$f.csv"
+    want_status 1
+    want_err "$p: standard output is closed: nothing this program prints could be read"
+    [ ! -s "$f.csv" ] || why+="the CSV file got $(wc -l <"$f.csv") lines; "
+    end
+  fi
   if begin "bench/sim-pthread/$p-csv-to-stdout"; then
     # stdout goes to a file: /dev/stdout must not write over the table.
     sim_run sim-pthread $p 2 --bench -b 4K -e 4K -w 1 -i 1 --csv /dev/stdout

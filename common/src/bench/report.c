@@ -239,28 +239,34 @@ void report_csv_row(bench *b, const row *r)
 int report_csv_open(bench *b)
 {
   const char *path = b->opts->csv;
-  struct stat file, out;
-  int exists = stat(path, &file) == 0;
-  if (exists && fstat(STDOUT_FILENO, &out) == 0 && file.st_dev == out.st_dev &&
-      file.st_ino == out.st_ino) {
-    /* A second open of stdout's file would write from its start, over the
-     * table: write through stdout instead. */
-    b->csv = stdout;
-    b->csv_is_stdout = 1;
-    return 1;
-  }
-  int flags = O_WRONLY | O_CREAT | O_TRUNC;
-  if (exists && S_ISFIFO(file.st_mode))
-    flags = O_WRONLY | O_NONBLOCK; /* fails at once if no one reads */
-  int fd = open(path, flags, 0666);
+  /* Open first, then look at what was opened: no window between a look
+   * and an open. O_NONBLOCK makes a FIFO without a reader fail at once;
+   * O_TRUNC is left for regular files only (below). */
+  int fd = open(path, O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC, 0666);
   if (fd < 0) {
     print_error("cannot write --csv %s: %s\n", path,
                 errno == ENXIO ? "a FIFO that no process has open for reading"
                                : strerror(errno));
     return 0;
   }
-  if ((flags & O_NONBLOCK) && fcntl(fd, F_SETFL, 0) != 0) {
-    print_error("cannot write --csv %s: fcntl: %s\n", path, strerror(errno));
+  struct stat file, out;
+  if (fstat(fd, &file) != 0) {
+    print_error("cannot write --csv %s: fstat: %s\n", path, strerror(errno));
+    close(fd);
+    return 0;
+  }
+  if (fstat(STDOUT_FILENO, &out) == 0 && file.st_dev == out.st_dev &&
+      file.st_ino == out.st_ino) {
+    /* A second open of stdout's file would write from its start, over the
+     * table: write through stdout instead. */
+    close(fd);
+    b->csv = stdout;
+    b->csv_is_stdout = 1;
+    return 1;
+  }
+  if ((S_ISREG(file.st_mode) && ftruncate(fd, 0) != 0) ||
+      fcntl(fd, F_SETFL, 0) != 0) {
+    print_error("cannot write --csv %s: %s\n", path, strerror(errno));
     close(fd);
     return 0;
   }
