@@ -38,12 +38,16 @@
  * nest a few deep; the innermost is reported). Cheap; no effect until the
  * thread has a rank (set_error_rank). */
 void call_begin(const char *call, const char *file, int line);
+/* The same for a wait for the other ranks (a transport's collective): the
+ * watchdog blames such a rank only if no rank is stuck elsewhere. */
+void call_begin_wait(const char *call, const char *file, int line);
 void call_end(void);
 
 /* What rank `rank`'s thread of this process is doing, for the watchdog:
  * returns 1 and the innermost call in progress with how long it has run
- * (ms), 0 if that rank is in no call, -1 if no thread of this process runs
- * it. call_text gets "CALL (file:line)". */
+ * (ms), 2 the same for a wait for the other ranks, 0 if that rank is in no
+ * call, -1 if no thread of this process runs it. call_text gets
+ * "CALL (file:line)". */
 int call_in_progress(int rank, char *call_text, size_t size, double *ms);
 
 /* Report a failed call (see above) and end the job. Never return. */
@@ -77,5 +81,9 @@ void print_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The program name used in messages: the last part of `path`; run_example
  * sets it from argv[0]. */
 void set_program_name(const char *path);
+
+/* Flushes stdout only if no thread holds it: the watchdog and the abort
+ * paths must not wait behind a rank stuck writing to a full pipe. */
+void flush_stdout_if_free(void);
 
 #endif

@@ -1,5 +1,6 @@
 #include "checks.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,7 @@ typedef struct call_slot {
     const char *call, *file;
     int line;
     double since_ms;
+    int waits; /* a wait for the other ranks */
   } stack[MAX_DEPTH];
 } call_slot;
 
@@ -61,7 +63,7 @@ void set_error_rank(int rank)
   pthread_mutex_unlock(&slots_lock);
 }
 
-void call_begin(const char *call, const char *file, int line)
+static void begin(const char *call, const char *file, int line, int waits)
 {
   if (my_slot == NULL)
     return;
@@ -72,8 +74,19 @@ void call_begin(const char *call, const char *file, int line)
     my_slot->stack[d].file = file;
     my_slot->stack[d].line = line;
     my_slot->stack[d].since_ms = now_ms();
+    my_slot->stack[d].waits = waits;
   }
   pthread_mutex_unlock(&slots_lock);
+}
+
+void call_begin(const char *call, const char *file, int line)
+{
+  begin(call, file, line, 0);
+}
+
+void call_begin_wait(const char *call, const char *file, int line)
+{
+  begin(call, file, line, 1);
 }
 
 void call_end(void)
@@ -102,6 +115,7 @@ int call_in_progress(int rank, char *call_text, size_t size, double *ms)
       snprintf(call_text, size, "%s (%s:%d)", s->stack[d].call,
                base_name(s->stack[d].file), s->stack[d].line);
       *ms = now_ms() - s->stack[d].since_ms;
+      found += s->stack[d].waits;
     }
   }
   pthread_mutex_unlock(&slots_lock);
@@ -110,12 +124,19 @@ int call_in_progress(int rank, char *call_text, size_t size, double *ms)
 
 void on_fatal_error(void (*fn)(int status)) { end_job = fn; }
 
+void flush_stdout_if_free(void)
+{
+  if (ftrylockfile(stdout) != 0)
+    return; /* a rank holds it, maybe stuck writing: leave it */
+  fflush(stdout);
+  funlockfile(stdout);
+}
+
 _Noreturn void fatal(int status)
 {
   if (end_job != NULL)
     end_job(status);
-  fflush(stdout);
-  fflush(stderr);
+  flush_stdout_if_free();
   _exit(status);
 }
 
@@ -123,6 +144,21 @@ void set_program_name(const char *path)
 {
   const char *slash = strrchr(path, '/');
   program_name = slash ? slash + 1 : path;
+}
+
+/* write(2) until done: stderr's FILE lock is never taken, so a thread
+ * stuck while holding it cannot stop a message (the watchdog's above all). */
+static void write_all(int fd, const char *text, size_t len)
+{
+  while (len > 0) {
+    ssize_t n = write(fd, text, len);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return; /* nowhere left to say it */
+    text += n;
+    len -= (size_t)n;
+  }
 }
 
 void print_error(const char *fmt, ...)
@@ -141,17 +177,15 @@ void print_error(const char *fmt, ...)
   size_t size = strlen(prefix) + (len > 0 ? (size_t)len : 0) + 1;
   char *line = malloc(size);
   if (line == NULL) { /* out of memory: at least the prefix and format */
-    fputs(prefix, stderr);
-    fputs(fmt, stderr);
-    fflush(stderr);
+    write_all(STDERR_FILENO, prefix, strlen(prefix));
+    write_all(STDERR_FILENO, fmt, strlen(fmt));
     return;
   }
   memcpy(line, prefix, strlen(prefix) + 1);
   va_start(ap, fmt);
   vsnprintf(line + strlen(prefix), size - strlen(prefix), fmt, ap);
   va_end(ap);
-  fputs(line, stderr);
-  fflush(stderr);
+  write_all(STDERR_FILENO, line, strlen(line));
   free(line);
 }
 

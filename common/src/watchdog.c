@@ -16,7 +16,7 @@
 
 static pthread_t thread;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t wake; /* on the monotonic clock: see watchdog_start */
 static int running, stopping;
 static int limit_s, first, count;
 
@@ -58,12 +58,16 @@ static void print_lines(const char *text)
   }
 }
 
+/* Room for this process's lines: every one of its ranks, in full. */
+static size_t lines_size(void) { return (size_t)count * LINE_MAX_CHARS + 1; }
+
 /* Another process's limit passed: it prints every rank's line, ours too. */
 static void answer(int process)
 {
-  char text[LINE_MAX_CHARS * 4];
-  my_lines(text, sizeof text);
+  char *text = host_calloc(lines_size(), 1);
+  my_lines(text, lines_size());
   transport_answer(process, text);
+  free(text);
 }
 
 /* This process's rank late_rank passed the limit: asks the other processes
@@ -74,8 +78,8 @@ static int report(int late_rank)
 {
   const int peers = transport_peers(), me = transport_process();
   char **lines = calloc((size_t)peers + 1, sizeof *lines);
-  char mine[LINE_MAX_CHARS * 4];
-  my_lines(mine, sizeof mine); /* as they are when the limit passed */
+  char *mine = host_calloc(lines_size(), 1);
+  my_lines(mine, lines_size()); /* as they are when the limit passed */
   if (peers > 0 && lines != NULL) {
     char text[LINE_MAX_CHARS * 4];
     int got = 0;
@@ -86,6 +90,7 @@ static int report(int late_rank)
       if (asker >= 0 && asker < me) { /* it reports: answer, let it */
         answer(asker);
         free(lines);
+        free(mine);
         return asker;
       }
       int from = transport_answer_from(text, sizeof text);
@@ -96,7 +101,7 @@ static int report(int late_rank)
         nanosleep(&(struct timespec){.tv_nsec = 20 * 1000 * 1000}, NULL);
     }
   }
-  fflush(stdout);
+  flush_stdout_if_free();
   for (int p = 0; p <= peers; p++) {
     if (p == me)
       print_lines(mine);
@@ -112,22 +117,36 @@ static int report(int late_rank)
   for (int p = 0; lines != NULL && p <= peers; p++)
     free(lines[p]);
   free(lines);
+  free(mine);
   print_error("rank %d's call has not returned after --timeout %d s: ending"
               " the job (exit %d); --timeout 0 waits for ever\n",
               late_rank, limit_s, EXIT_TIMEOUT);
   return -1;
 }
 
-/* The rank of this process whose call has passed the limit, or -1. */
+/* Once a call of this process has passed the limit, the rank to blame:
+ * the one whose call other than a wait for the other ranks has lasted
+ * longest, however long (the others most often wait for it), else the
+ * longest waiter. -1 while no call has passed the limit. */
 static int late_rank(void)
 {
+  int late = -1, late_waits = 1, passed = 0;
+  double longest = 0;
   for (int r = first; r < first + count; r++) {
     char call[512];
     double ms = 0;
-    if (call_in_progress(r, call, sizeof call, &ms) > 0 && ms >= limit_s * 1e3)
-      return r;
+    int state = call_in_progress(r, call, sizeof call, &ms);
+    if (state <= 0)
+      continue;
+    passed |= ms >= limit_s * 1e3;
+    int waits = state == 2;
+    if (waits < late_waits || (waits == late_waits && ms > longest)) {
+      late = r;
+      late_waits = waits;
+      longest = ms;
+    }
   }
-  return -1;
+  return passed ? late : -1;
 }
 
 static void *watch(void *arg)
@@ -138,8 +157,8 @@ static void *watch(void *arg)
   pthread_mutex_lock(&lock);
   while (!stopping) {
     struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_nsec += 200 * 1000 * 1000; /* look five times a second */
+    clock_gettime(CLOCK_MONOTONIC, &until); /* a clock step cannot stall it */
+    until.tv_nsec += 200 * 1000 * 1000;     /* look five times a second */
     if (until.tv_nsec >= 1000000000) {
       until.tv_sec++;
       until.tv_nsec -= 1000000000;
@@ -182,6 +201,11 @@ void watchdog_start(int seconds, int first_rank, int nranks)
   first = first_rank;
   count = nranks;
   stopping = 0;
+  pthread_condattr_t attr;
+  pthread_condattr_init(&attr);
+  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+  pthread_cond_init(&wake, &attr);
+  pthread_condattr_destroy(&attr);
   int err = pthread_create(&thread, NULL, watch, NULL);
   if (err != 0) {
     print_error("watchdog: pthread_create failed: %s; --timeout is not"

@@ -167,3 +167,32 @@ if begin fault/pthread/allreduce_sm-nccl-2.27-enough; then
   end
 fi
 
+
+# ------------------------------------- a hang behind a blocked stdout
+# stdout is a one-page pipe nobody reads: rank 0 blocks writing, holding
+# stdout's lock, while the other ranks wait for it. The watchdog must still
+# report (on stderr, by write(2)) and end the job with exit 3.
+for p in $PROGRAMS; do
+  if begin "hang/pthread/$p-stdout-blocked"; then
+    need programs-sim-pthread
+    SIM_DIR=$TMPDIR SIM_DEVICES=64 NTHREADS=64 run python3 tests/hooks/stdout_pipe_nobody_reads.py 20 \
+      "$B/sim-pthread/$p" -n 64 --timeout 1
+    want_status 0 # the helper's own status
+    want_out "exit 3"
+    want_err "call has not returned after --timeout 1 s: ending the job (exit 3)"
+    end
+  fi
+done
+
+# 64 ranks, rank 60 stuck: every rank's line is printed, whole, in order,
+# and the verdict names rank 60, whose call is the oldest (the others wait
+# for it).
+if begin "hang/pthread/allreduce_sm-64-ranks-rank-60-stuck"; then
+  SIM_DEVICES=64 SIM_HANG=cudaMemcpy:60 sim_run sim-pthread allreduce_sm 64 -n 64 --timeout 1
+  want_status 3
+  order=$(grep -oE "^allreduce_sm: rank [0-9]+: in " "$f.err" | grep -oE '[0-9]+' | tr '\n' ' ')
+  [ "$order" = "$(seq -s ' ' 0 63) " ] || why+="rank lines '$order', wanted 0..63 in order; "
+  want_err "allreduce_sm: rank 60: in cudaMemcpy("
+  want_err "allreduce_sm: rank 60's call has not returned after --timeout 1 s"
+  end
+fi

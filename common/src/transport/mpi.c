@@ -59,8 +59,7 @@ int all_ranks_max(const rank_ctx *ctx, int value)
 
 _Noreturn void job_abort(int status)
 {
-  fflush(stdout);
-  fflush(stderr);
+  flush_stdout_if_free();
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);

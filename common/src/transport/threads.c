@@ -25,7 +25,7 @@ struct run_state {
  * call for the watchdog. */
 static void wait_all(run_state *run, const char *who)
 {
-  call_begin(who, __FILE__, __LINE__);
+  call_begin_wait(who, __FILE__, __LINE__);
   int err = pthread_barrier_wait(&run->barrier);
   call_end();
   if (err != 0 && err != PTHREAD_BARRIER_SERIAL_THREAD) {
@@ -75,8 +75,7 @@ int all_ranks_max(const rank_ctx *ctx, int value)
 
 _Noreturn void job_abort(int status)
 {
-  fflush(stdout);
-  fflush(stderr);
+  flush_stdout_if_free();
   /* _exit, not exit: other rank threads may be inside CUDA or NCCL, and
    * running the libraries' exit handlers under them can hang. */
   _exit(status);
