@@ -25,6 +25,16 @@
       fail_cuda(__FILE__, __LINE__, #call, err_);                              \
   } while (0)
 
+/* A call whose failure is not fatal (a fact that only explains, such as
+ * the driver version for the report of what ran), still watched:
+ * WATCHED(result, call) sets result to what call returned. */
+#define WATCHED(result, call)                                                  \
+  do {                                                                         \
+    call_begin(#call, __FILE__, __LINE__);                                     \
+    (result) = (call);                                                         \
+    call_end();                                                                \
+  } while (0)
+
 #define NCCLCHECK(call)                                                        \
   do {                                                                         \
     call_begin(#call, __FILE__, __LINE__);                                     \

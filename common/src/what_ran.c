@@ -347,14 +347,20 @@ void all_ranks_finish_what_ran(const rank_ctx *ctx)
   rank_facts mine = {.device = ctx->device,
                      .null_window = rank_got_null_window(),
                      .p2p_to_first = -1}; /* rank 0 fills it in below */
-  if (cudaDriverGetVersion(&mine.driver) != cudaSuccess)
+  /* Facts that only explain: a failure leaves them unknown (0). */
+  cudaError_t cuda_err;
+  WATCHED(cuda_err, cudaDriverGetVersion(&mine.driver));
+  if (cuda_err != cudaSuccess)
     mine.driver = 0;
-  if (ncclGetVersion(&mine.nccl) != ncclSuccess)
+  ncclResult_t nccl_err;
+  WATCHED(nccl_err, ncclGetVersion(&mine.nccl));
+  if (nccl_err != ncclSuccess)
     mine.nccl = 0;
   host_identity(mine.host, sizeof mine.host);
   if (recording) {
-    mine.measured = engine_probe_collect(ctx->device, t_start,
-                                         engine_probe_now(), &mine.work);
+    WATCHED(mine.measured,
+            engine_probe_collect(ctx->device, t_start, engine_probe_now(),
+                                 &mine.work));
     engine_probe_stop();
     recording = 0;
   }
@@ -367,10 +373,12 @@ void all_ranks_finish_what_ran(const rank_ctx *ctx)
     /* CUDA P2P from rank 0's GPU to the others on its host. */
     for (int r = 1; r < ctx->nranks; r++) {
       int can = 0;
+      cudaError_t err = cudaErrorUnknown;
       if (strcmp(facts[r].host, mine.host) == 0 &&
-          facts[r].device != mine.device &&
-          cudaDeviceCanAccessPeer(&can, mine.device, facts[r].device) ==
-              cudaSuccess)
+          facts[r].device != mine.device)
+        WATCHED(err,
+                cudaDeviceCanAccessPeer(&can, mine.device, facts[r].device));
+      if (err == cudaSuccess)
         facts[r].p2p_to_first = can;
     }
     const char *coll =

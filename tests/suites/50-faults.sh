@@ -196,3 +196,15 @@ if begin "hang/pthread/allreduce_sm-64-ranks-rank-60-stuck"; then
   want_err "allreduce_sm: rank 60's call has not returned after --timeout 1 s"
   end
 fi
+
+# The calls that gather facts for the report of what ran are watched too: a
+# hang there ends the job with exit 3, naming the call (it hung for ever).
+for call in cudaDeviceCanAccessPeer:0 cudaDriverGetVersion:1; do
+  if begin "hang/pthread/allreduce_sm-what-ran-${call%:*}"; then
+    SIM_HANG=$call sim_run sim-pthread allreduce_sm 2 -n 64 --timeout 1
+    want_status 3
+    want_err "allreduce_sm: rank ${call#*:}: in ${call%:*}("
+    want_err "rank ${call#*:}'s call has not returned after --timeout 1 s"
+    end
+  fi
+done

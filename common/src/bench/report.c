@@ -168,7 +168,9 @@ void report_header(bench *b)
              o->prog, ctx->nranks, b->coll->title, o->iters, o->warmup);
   int loaded = 0;
   char have[32] = "unknown", built[32];
-  if (ncclGetVersion(&loaded) == ncclSuccess)
+  ncclResult_t res;
+  WATCHED(res, ncclGetVersion(&loaded));
+  if (res == ncclSuccess)
     format_nccl_version(loaded, have, sizeof have);
   format_nccl_version(NCCL_VERSION_CODE, built, sizeof built);
   print_root(ctx, "# NCCL %s loaded (built against nccl.h %s)\n", have, built);
