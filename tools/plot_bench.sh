@@ -2,8 +2,15 @@
 # Turns a --bench CSV into a PNG: bandwidth against message size (log
 # scale), one curve per mode, with the copy roofline measured in the same
 # run. Bus bandwidth with several ranks; algorithm bandwidth with one (where
-# bus bandwidth is 0 by definition). Needs gnuplot (Debian: gnuplot-nox).
+# bus bandwidth is 0 by definition). Needs gnuplot (Debian: gnuplot-nox)
+# and python3.
 #   tools/plot_bench.sh RESULTS.csv [OUT.png] [TITLE]
+#
+# The CSV is data, never script: it is read with a CSV parser (RFC 4180
+# quoting), refused unless its heading is the one --bench writes, its
+# numbers must be numbers, its curves go to data files of fixed names, and
+# every text that reaches gnuplot (modes, program, title, file name) is a
+# single-quoted gnuplot string, where nothing but a doubled quote is special.
 set -euo pipefail
 csv=${1:?usage: tools/plot_bench.sh RESULTS.csv [OUT.png] [TITLE]}
 png=${2:-${csv%.csv}.png}
@@ -12,30 +19,83 @@ command -v gnuplot >/dev/null || { echo "plot_bench.sh: gnuplot not found (apt-g
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-# Columns: program,ranks,mode,size_bytes,count,time_us,algbw,busbw,roof,...
-program=$(awk -F, 'NR == 2 { print $1 }' "$csv")
-ranks=$(awk -F, 'NR == 2 { print $2 }' "$csv")
-bw_col=8 bw_name="bus bandwidth (GB/s)"
-if [ "$ranks" = 1 ]; then bw_col=7 bw_name="algorithm bandwidth (GB/s)"; fi
-modes=$(awk -F, 'NR > 1 && $3 !~ /\+gemm$/ { print $3 }' "$csv" | awk '!seen[$0]++')
-plot=""
-for m in $modes; do
-  awk -F, -v m="$m" -v c=$bw_col 'NR > 1 && $3 == m { print $4, $c }' "$csv" >"$tmp/$m.dat"
-  plot+="'$tmp/$m.dat' using 1:2 with linespoints title '$m', "
-done
-first=$(echo "$modes" | head -n 1)
-awk -F, -v m="$first" 'NR > 1 && $3 == m { print $4, $9 }' "$csv" >"$tmp/roof.dat"
-plot+="'$tmp/roof.dat' using 1:2 with lines dashtype 2 lc rgb 'gray40' title 'copy roofline'"
+# Writes $tmp/curve-N.dat (size, bandwidth) per mode, $tmp/roof.dat, and
+# $tmp/meta: program, ranks, bandwidth name, then one mode name per line.
+python3 - "$csv" "$tmp" <<'PYTHON' || exit 1
+import csv, math, sys
+# The headings --bench writes: today's, and the one before kernel_names
+# (docs/bench holds CSVs of both).
+BEFORE = ("program,ranks,mode,size_bytes,count,time_us,algbw_GBps,busbw_GBps,roof_GBps,pct_roof,"
+          "engine,kernels,copies,speedup_vs_plain,coll_slowdown_pct,gemm_slowdown_pct").split(",")
+HEADINGS = (BEFORE + ["kernel_names"], BEFORE)
+path, out = sys.argv[1], sys.argv[2]
+def refuse(why):
+    sys.exit(f"plot_bench.sh: {path}: {why}")
+with open(path, newline="", errors="replace") as f:
+    rows = list(csv.reader(f))
+if not rows or rows[0] not in HEADINGS:
+    refuse("not a --bench CSV: its heading is not " + ",".join(HEADINGS[0]))
+HEADING = rows[0]
+def number(text, what, line):
+    try:
+        value = float(text)
+    except ValueError:
+        refuse(f"line {line}: {what} '{text[:40]}' is not a number")
+    if not math.isfinite(value):
+        refuse(f"line {line}: {what} '{text[:40]}' is not a finite number")
+    return value
+def clean(text):  # one line of printable text
+    return "".join(c for c in text if c.isprintable())[:80]
+data = rows[1:]
+if not data:
+    refuse("no rows after the heading")
+col = {name: i for i, name in enumerate(HEADING)}
+ranks = int(number(data[0][col["ranks"]], "ranks", 2))
+bw = "busbw_GBps" if ranks > 1 else "algbw_GBps"
+modes, curves, roof = [], {}, []
+for n, row in enumerate(data, start=2):
+    if len(row) != len(HEADING):
+        refuse(f"line {n} has {len(row)} cells, the heading {len(HEADING)}")
+    mode = row[col["mode"]]
+    if mode.endswith("+gemm"):
+        continue
+    size = number(row[col["size_bytes"]], "size_bytes", n)
+    if mode not in curves:
+        modes.append(mode)
+        curves[mode] = []
+    if row[col[bw]] != "":
+        curves[mode].append((size, number(row[col[bw]], bw, n)))
+    if mode == modes[0] and row[col["roof_GBps"]] != "":
+        roof.append((size, number(row[col["roof_GBps"]], "roof_GBps", n)))
+for i, mode in enumerate(modes):
+    with open(f"{out}/curve-{i}.dat", "w") as f:
+        f.writelines(f"{s:.17g} {v:.17g}\n" for s, v in curves[mode])
+with open(f"{out}/roof.dat", "w") as f:
+    f.writelines(f"{s:.17g} {v:.17g}\n" for s, v in roof)
+with open(f"{out}/meta", "w") as f:
+    name = "bus bandwidth (GB/s)" if ranks > 1 else "algorithm bandwidth (GB/s)"
+    f.write("\n".join([clean(data[0][col["program"]]), str(ranks), name] + [clean(m) for m in modes]) + "\n")
+PYTHON
 
+# quote TEXT: TEXT as a single-quoted gnuplot string.
+quote() { printf "'%s'" "${1//\'/\'\'}"; }
+mapfile -t meta <"$tmp/meta"
+program=${meta[0]} ranks=${meta[1]} bw_name=${meta[2]}
+plot=""
+for ((i = 3; i < ${#meta[@]}; i++)); do
+  plot+="$(quote "$tmp/curve-$((i - 3)).dat") using 1:2 with linespoints title $(quote "${meta[i]}"), "
+done
+plot+="$(quote "$tmp/roof.dat") using 1:2 with lines dashtype 2 lc rgb 'gray40' title 'copy roofline'"
 title=${3:-"$program --bench, $ranks rank(s)"}
+title=$(printf '%s' "$title" | tr -d '\000-\037')
 gnuplot <<GNUPLOT
 set terminal pngcairo size 900,560 noenhanced
-set output '$png'
-set title '$title'
+set output $(quote "$png")
+set title $(quote "$title")
 set logscale x 2
 set format x '%.0b%B'
 set xlabel 'message size (bytes)'
-set ylabel '$bw_name'
+set ylabel $(quote "$bw_name")
 set key top left
 set grid
 plot $plot

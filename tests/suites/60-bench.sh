@@ -37,6 +37,27 @@ if command -v gnuplot >/dev/null; then
       end
     fi
   done
+  # A hostile CSV: the plot refuses a heading it does not know, and never
+  # runs text from the CSV as gnuplot commands, nor uses it as a path.
+  if begin "bench/plot/hostile-csv"; then
+    good="$LOG/bench_sim-pthread_allreduce_sm-2.csv"
+    rm -f "$TMPDIR/pwned"
+    # The program cell ends the title's string and calls system() in a
+    # script that pastes it into `set title '...'`.
+    payload="x'; system('touch '.'$TMPDIR/pwned') #"
+    { head -n 1 "$good"
+      tail -n +2 "$good" | while IFS= read -r line; do printf '%s\n' "$payload,${line#*,}"; done
+    } >"$f.csv"
+    run tools/plot_bench.sh "$f.csv" "$f.png"
+    want_status 0
+    [ ! -e "$TMPDIR/pwned" ] || why+="a command from the CSV or the title ran; "
+    [ "$(head -c 4 "$f.png" 2>/dev/null | od -An -tx1 | tr -d ' ')" = 89504e47 ] || why+="no PNG written; "
+    printf 'a,b,c\n1,2,3\n' >"$f.bad.csv"
+    run tools/plot_bench.sh "$f.bad.csv" "$f.bad.png"
+    want_status 1
+    want_err "not a --bench CSV: its heading is not program,ranks,mode,"
+    end
+  fi
   if begin "bench/plot/missing-csv"; then
     run tools/plot_bench.sh "$LOG/no-such.csv"
     want_status 1
@@ -146,6 +167,25 @@ for p in $PROGRAMS; do
     want_status 1
     want_err "$p: standard output is closed: nothing this program prints could be read"
     [ ! -s "$f.csv" ] || why+="the CSV file got $(wc -l <"$f.csv") lines; "
+    end
+  fi
+  # A program name with a comma, a double and a single quote: the CSV
+  # quotes it (RFC 4180) and every row keeps its columns.
+  if begin "bench/sim-pthread/$p-csv-quotes-text"; then
+    need programs-sim-pthread
+    odd="$TMPDIR/a,b\"c'd"
+    ln -sf "$B/sim-pthread/$p" "$odd"
+    SIM_DIR=$TMPDIR NTHREADS=2 run "$odd" --bench -b 4K -e 4K -w 1 -i 1 --csv "$f.csv"
+    want_status 0
+    python3 -c '
+import csv, sys
+rows = list(csv.reader(open(sys.argv[1], newline="")))
+bad = [r for r in rows if len(r) != len(rows[0])]
+assert not bad and len(rows) > 1, f"rows with other column counts: {bad}"
+assert all(r[0] == "a,b\"c\x27d" for r in rows[1:]), [r[0] for r in rows[1:]]
+' "$f.csv" 2>"$f.py" || why+="the CSV does not parse back: $(tail -n 1 "$f.py"); "
+    grep -q '^"a,b""c'"'"'d",' "$f.csv" || why+="no RFC 4180 quoted program cell; "
+    rm -f "$odd"
     end
   fi
   if begin "bench/sim-pthread/$p-csv-to-stdout"; then

@@ -80,6 +80,24 @@ static void add(line *l, const char *fmt, ...)
   l->len += n > 0 ? (size_t)n : 0;
 }
 
+/* A text cell of the CSV, quoted as RFC 4180 says when it holds a comma,
+ * a double quote or a line break (a program may be started under any
+ * name). */
+static void add_csv_text(line *l, const char *text)
+{
+  if (strpbrk(text, ",\"\r\n") == NULL) {
+    add(l, "%s", text);
+    return;
+  }
+  add(l, "\"");
+  for (const char *c = text; *c; c++)
+    if (*c == '"')
+      add(l, "\"\"");
+    else
+      add(l, "%c", *c);
+  add(l, "\"");
+}
+
 /* Column c's cell of row r, or its heading when r is NULL. `mode` is the
  * mode the cell belongs to; `csv` picks the CSV's format. */
 static void add_cell(line *l, const bench *b, const column *c, const row *r,
@@ -94,10 +112,20 @@ static void add_cell(line *l, const bench *b, const column *c, const row *r,
   size_t size;
   double number;
   switch (c->kind) {
-  case PROGRAM: add(l, fmt, b->opts->prog); break;
+  case PROGRAM:
+    if (csv)
+      add_csv_text(l, b->opts->prog);
+    else
+      add(l, fmt, b->opts->prog);
+    break;
   case RANKS: add(l, fmt, b->ctx->nranks); break;
   case MODE: add(l, fmt, csv ? r->mode : ""); break;
-  case TEXT: add(l, fmt, at); break;
+  case TEXT:
+    if (csv)
+      add_csv_text(l, at);
+    else
+      add(l, fmt, at);
+    break;
   case SIZE:
     memcpy(&size, at, sizeof size);
     add(l, fmt, size);
