@@ -81,8 +81,11 @@ void measure_overlap(bench *b, size_t bytes, size_t count)
   time_ops(g.stream, g.start, g.stop, 1, 3, gemm_op, &g);
   double gemm_us = time_per_op_us(g.start, g.stop, 3);
   double coll_loop_us = b->modes[b->nmodes - 1].max_us * iters;
-  int gemms = (int)(coll_loop_us / gemm_us + 0.5);
-  gemms = all_ranks_max(ctx, gemms < 1 ? 1 : gemms > 1000 ? 1000 : gemms);
+  /* Clamped before the conversion: a zero, NaN or huge ratio must not
+   * reach (int), whose result would be undefined. */
+  double ratio = gemm_us > 0 ? coll_loop_us / gemm_us : 1;
+  int gemms = !(ratio >= 1) ? 1 : ratio > 1000 ? 1000 : (int)(ratio + 0.5);
+  gemms = all_ranks_max(ctx, gemms);
 
   print_root(ctx,
              "# overlap at %zu B: %d operations beside %d x SGEMM %dx%dx%d"

@@ -51,6 +51,11 @@ void all_ranks_gather(const rank_ctx *ctx, const void *mine, size_t size,
                       void *all)
 {
   run_state *run = ctx->run;
+  if (size > ALL_RANKS_GATHER_MAX) { /* a caller's mistake, not a user's */
+    print_error("all_ranks_gather: %zu bytes per rank, at most %d\n", size,
+                ALL_RANKS_GATHER_MAX);
+    job_abort(1);
+  }
   memcpy(run->slots + (size_t)ctx->rank * ALL_RANKS_GATHER_MAX, mine, size);
   wait_all(run, __func__);
   if (ctx->rank == 0)
