@@ -211,6 +211,15 @@ static void census(const char *call)
   pthread_mutex_unlock(&census_lock);
 }
 
+/* Wall-clock milliseconds since 1970: the fault matrix measures from the
+ * moment of an injection to the end of the job (tests/lib/faults.sh). */
+static long long epoch_ms(void)
+{
+  struct timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  return t.tv_sec * 1000LL + t.tv_nsec / 1000000;
+}
+
 int injected_failure(const char *call)
 {
   if (!is_injectable(call, strlen(call))) {
@@ -221,8 +230,10 @@ int injected_failure(const char *call)
   census(call);
   const char *hang = getenv("SIM_HANG");
   if (hang != NULL && spec_matches("SIM_HANG", hang, call)) {
-    fprintf(stderr, "ncclsim: injected hang: %s on rank %d never returns\n",
-            call, sim_rank());
+    fprintf(stderr,
+            "ncclsim: injected hang: %s on rank %d never returns (at %lld"
+            " ms)\n",
+            call, sim_rank(), epoch_ms());
     for (;;)
       pause();
   }
@@ -232,7 +243,7 @@ int injected_failure(const char *call)
   /* Said on stderr too: a CUDA error's text cannot carry it. */
   snprintf(last_error, sizeof last_error,
            "ncclsim: injected failure of %s on rank %d", call, sim_rank());
-  fprintf(stderr, "%s\n", last_error);
+  fprintf(stderr, "%s (at %lld ms)\n", last_error, epoch_ms());
   return 1;
 }
 
