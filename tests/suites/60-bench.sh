@@ -139,12 +139,11 @@ for p in $PROGRAMS; do
   # The reader goes away: the program must not die of SIGPIPE (exit 141,
   # no word) but say that writing failed, exit 1.
   if begin "bench/sim-pthread/$p-csv-fifo-reader-goes-away"; then
+    need programs-sim-pthread
     rm -f "$f.fifo" && mkfifo "$f.fifo"
-    (exec 3<"$f.fifo"; sleep 0.5) & # opens it, reads nothing, leaves
-    reader=$!
-    sleep 0.2
-    sim_run sim-pthread $p 2 --bench -b 4K -e 16M -w 1 -i 2 --csv "$f.fifo"
-    wait $reader
+    # The reader leaves as soon as the program has the FIFO open.
+    SIM_DIR=$TMPDIR NTHREADS=2 run python3 tests/hooks/fifo_reader_leaves.py "$f.fifo" \
+      "$B/sim-pthread/$p" --bench -b 4K -e 16M -w 1 -i 2 --csv "$f.fifo"
     want_status 1
     want_err "writing --csv $f.fifo failed: Broken pipe"
     rm -f "$f.fifo"
