@@ -33,8 +33,9 @@ int all_ranks_require_nccl(const rank_ctx *ctx, int min_code,
  * regular path. What a NULL window means depends on the NCCL version
  * (docs/facts): NCCL 2.30.7 hands one back when windows are off
  * (NCCL_WIN_ENABLE=0, NCCL_CUMEM_ENABLE=0) or unsupported (ranks on several
- * hosts); NCCL 2.28.3 for a cudaMalloc buffer or with NCCL_LOCAL_REGISTER=0,
- * while a non-NULL window there does not prove symmetric support. So the
+ * hosts); NCCL 2.28.3 with NCCL_LOCAL_REGISTER=0, while it handed back a
+ * window for a buffer 256 bytes into an allocation: a non-NULL window there
+ * does not prove symmetric support. So the
  * line says what happened, not why. Returns 1 if this rank's windows are
  * real. */
 int all_ranks_report_windows(const rank_ctx *ctx, ncclWindow_t send_win,
