@@ -32,6 +32,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <dlfcn.h>
+#include <stdbool.h>
+
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -52,6 +55,7 @@ typedef struct outcome {
   int window;            /* 1 non-NULL, 0 NULL, -1 no window in question */
   char last_error[160];  /* ncclGetLastError after the call */
   char detail[160];      /* the fact's own finding, if any */
+  char na[160];          /* the fact cannot be asked here: why */
 } outcome;
 
 typedef struct fact fact;
@@ -364,6 +368,51 @@ static void fact_what_ran(const fact *f, ncclComm_t comm, int rank, int nranks,
   ncclMemFree(send);
 }
 
+/* ncclCommQueryProperties (NCCL >= 2.29) is declared only in
+ * nccl_device/core.h, a CUDA C++ header a C11 program cannot include. The
+ * probe looks the function up at run time and passes the struct as NCCL
+ * 2.30.7's core.h lays it out; size, magic and version in its head say
+ * which layout it is. A layout fact, not NCCL's code. */
+typedef struct props_2_30 {
+  size_t size;
+  unsigned int magic;   /* NCCL_API_MAGIC of nccl.h: 0xcafebeef */
+  unsigned int version; /* the layout's NCCL version code */
+  int rank, nRanks, cudaDev, nvmlDev;
+  bool deviceApiSupport, multimemSupport;
+  int ginType; /* an enum in core.h */
+  int nLsaTeams;
+  bool hostRmaSupport;
+  int railedGinType;
+} props_2_30;
+
+static void fact_properties(const fact *f, ncclComm_t comm, int rank,
+                            int nranks, outcome *o)
+{
+  (void)f, (void)rank, (void)nranks;
+  control(comm, o);
+  int loaded = 0;
+  ncclGetVersion(&loaded);
+  typedef ncclResult_t (*query_fn)(ncclComm_t, props_2_30 *);
+  query_fn query = NULL;
+  *(void **)&query = dlsym(RTLD_DEFAULT, "ncclCommQueryProperties");
+  if (query == NULL || loaded < 23000) {
+    note(o->na, sizeof o->na,
+         "%s; the probe knows the layout of NCCL 2.30",
+         query ? "this NCCL is older than 2.30"
+               : "this NCCL's library has no ncclCommQueryProperties");
+    return;
+  }
+  props_2_30 p = {.size = sizeof p, .magic = 0xcafebeef, .version = 23007};
+  ncclResult_t res = query(comm, &p);
+  record(o, comm, res, -1);
+  if (res == ncclSuccess)
+    note(o->detail, sizeof o->detail,
+         "rank %d of %d, cudaDev %d, deviceApiSupport %d, multimemSupport "
+         "%d, nLsaTeams %d, ginType %d",
+         p.rank, p.nRanks, p.cudaDev, p.deviceApiSupport, p.multimemSupport,
+         p.nLsaTeams, p.ginType);
+}
+
 static const fact facts[] = {
     {"register.memalloc", "a whole ncclMemAlloc buffer (the control)", NULL,
      NULL, 1, 0, fact_memalloc},
@@ -398,6 +447,8 @@ static const fact facts[] = {
      "cta.config-zero", 2, 1, fact_what_ran},
     {"cta.env-EFFICIENCY", "the same with NCCL_CTA_POLICY=EFFICIENCY",
      "NCCL_CTA_POLICY=EFFICIENCY", "cta.config-zero", 2, 1, fact_what_ran},
+    {"comm.properties", "ncclCommQueryProperties (NCCL >= 2.29)", NULL, NULL,
+     1, 0, fact_properties},
 };
 #define NFACTS (sizeof facts / sizeof facts[0])
 
@@ -471,6 +522,8 @@ static int child(const fact *f, int nranks)
               jobs[r].out.control_ok != o->control_ok;
   if (jobs[0].init_error[0])
     printf("n/a\t-\t-\t-\t%s\n", jobs[0].init_error);
+  else if (o->na[0])
+    printf("n/a\t-\t-\t-\t%s\n", o->na);
   else
     printf("%s\t%s\t%s\t%s\t%s%s\n", o->control_ok ? "ok" : "control failed",
            ncclGetErrorString(o->result),
