@@ -40,10 +40,8 @@ static int allreduce_sm(const rank_ctx *ctx)
                   my_rank, ctx->device);
 
   /* STEP 2: Allocate buffers with NCCL's allocator ------------------------
-   * Symmetric windows need ncclMemAlloc memory (CUDA virtual memory that
-   * peers can map; NCCL docs, Window Registration). NCCL 2.30.7 refuses a
-   * cudaMalloc buffer; 2.28.3 hands back a window that is not symmetric
-   * (docs/troubleshooting.md, docs/facts). */
+   * Symmetric windows need ncclMemAlloc memory (NCCL docs). A cudaMalloc
+   * buffer: 2.30.7 refuses it, 2.28.3 gives a window (docs/facts). */
   print_root(ctx, "Symmetric Memory allocation\n");
   const size_t count = ctx->opts->count;
   const size_t size_bytes = count * sizeof(float);
