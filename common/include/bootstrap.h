@@ -82,22 +82,35 @@ int run_example(int argc, char *argv[], const example_desc *example);
 int run_ranks(int nranks, int ngpus, const example_options *opts, example_fn fn,
               const example_desc *example);
 
+/* The collectives below are macros that pass the caller's file and line:
+ * a rank waiting in one is reported by the watchdog at the caller's line
+ * ("waiting for the other ranks in all_ranks_max (main.c:80)"). */
+
 /* Collective: every rank passes its own id; afterwards every rank holds the
  * root's. */
-void util_broadcast(int root, const rank_ctx *ctx, ncclUniqueId *id);
+#define util_broadcast(root, ctx, id)                                          \
+  util_broadcast_at((root), (ctx), (id), __FILE__, __LINE__)
+void util_broadcast_at(int root, const rank_ctx *ctx, ncclUniqueId *id,
+                       const char *file, int line);
 
 /* Collective: rank 0 receives every rank's `size` bytes from `mine`, in rank
  * order, into `all` (nranks * size bytes; ignored on other ranks).
  * size is at most ALL_RANKS_GATHER_MAX bytes. */
 #define ALL_RANKS_GATHER_MAX 512
-void all_ranks_gather(const rank_ctx *ctx, const void *mine, size_t size,
-                      void *all);
+#define all_ranks_gather(ctx, mine, size, all)                                 \
+  all_ranks_gather_at((ctx), (mine), (size), (all), __FILE__, __LINE__)
+void all_ranks_gather_at(const rank_ctx *ctx, const void *mine, size_t size,
+                         void *all, const char *file, int line);
 
 /* Collective: returns the largest `value` any rank passed, on every rank. */
-int all_ranks_max(const rank_ctx *ctx, int value);
+#define all_ranks_max(ctx, value)                                              \
+  all_ranks_max_at((ctx), (value), __FILE__, __LINE__)
+int all_ranks_max_at(const rank_ctx *ctx, int value, const char *file,
+                     int line);
 
-/* Collective: returns 1 on every rank if every rank passed a non-zero ok. */
-int all_ranks_ok(const rank_ctx *ctx, int ok);
+/* Collective: 1 on every rank if every rank passed a non-zero ok. */
+#define all_ranks_ok(ctx, ok)                                                  \
+  (all_ranks_max_at((ctx), !(ok), __FILE__, __LINE__) == 0)
 
 /* Ends the whole job at once with `status`: MPI_Abort in MPI mode, so that no
  * peer hangs in a collective; the process exits in pthread mode. Output is

@@ -11,6 +11,8 @@
 #ifndef CHECKS_H
 #define CHECKS_H
 
+#include <stddef.h>
+
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -77,8 +79,29 @@ void on_fatal_error(void (*end_job)(int status));
 _Noreturn void fatal(int status);
 
 /* The rank that the calling thread runs, for the "rank R: " prefix of its
- * messages; -1 (the default) prints none. */
+ * messages; -1 (the default) prints none. Its calls are watched as that
+ * rank's (watch_calls_as). */
 void set_error_rank(int rank);
+
+/* Notes the calling thread's calls as rank `rank`'s for the watchdog
+ * without changing its messages (-1: no longer). The pthread build's main
+ * thread does its setup as rank 0 this way, before the ranks' threads
+ * exist. */
+void watch_calls_as(int rank);
+
+/* Milliseconds on the monotonic clock (a clock step does not move it). */
+double monotonic_ms(void);
+
+/* Appends to the string in buf (size bytes in all), cut to fit. */
+void text_add(char *buf, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* A 64-bit hash of size bytes (FNV-1a): checksums and host ids. */
+unsigned long long hash_bytes(const void *data, size_t size);
+
+/* The last part of a path: "main.c" for "/src/main.c" (messages stay
+ * short). */
+const char *path_base_name(const char *path);
 
 /* Returns n * size bytes of zeroed host memory, to be released with free().
  * If there is not enough, reports it and ends the job: never returns NULL. */

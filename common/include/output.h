@@ -15,13 +15,20 @@ void print_root(const rank_ctx *ctx, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* Collective: every rank formats one line; rank 0 prints them in rank order.
- * A line is cut at ALL_RANKS_GATHER_MAX - 1 characters. */
-void all_ranks_print(const rank_ctx *ctx, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+ * A line is cut at ALL_RANKS_GATHER_MAX - 1 characters. (Macros, like the
+ * collectives of bootstrap.h, so a rank waiting in one is reported at the
+ * caller's line.) */
+#define all_ranks_print(...) all_ranks_print_at(__FILE__, __LINE__, __VA_ARGS__)
+void all_ranks_print_at(const char *file, int line, const rank_ctx *ctx,
+                        const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* Collective, like all_ranks_print, but a rank with nothing to say passes ""
  * and no line is printed for it. */
-void all_ranks_print_line(const rank_ctx *ctx, const char *line);
+#define all_ranks_print_line(ctx, text)                                        \
+  all_ranks_print_line_at(__FILE__, __LINE__, (ctx), (text))
+void all_ranks_print_line_at(const char *file, int line, const rank_ctx *ctx,
+                             const char *text);
 
 /* Called first by run_example. Ignores SIGPIPE, so that writing to a pipe
  * whose reader is gone fails with EPIPE and takes the program's "writing

@@ -35,8 +35,10 @@ void transport_node(int nranks, int *local_rank, int *local_size);
 void transport_my_ranks(int nranks, int *first, int *count);
 
 /* Collective over processes, before any rank runs: the largest value any
- * process passed (for threads: value). */
-int transport_worst(int value);
+ * process passed (for threads: value). A macro, like the collectives of
+ * bootstrap.h: the watchdog names the caller's line. */
+#define transport_worst(value) transport_worst_at((value), __FILE__, __LINE__)
+int transport_worst_at(int value, const char *file, int line);
 
 /* Prints why a node's ranks do not fit its GPUs, in the transport's terms
  * (NTHREADS, or processes per node). */
@@ -49,14 +51,16 @@ void transport_banner(int nranks, int ngpus);
  * thread. In MPI mode a process whose limit passes asks every other one
  * for the calls its ranks are in, so that one process can print every
  * rank's line; for threads there is one process and these do nothing.
- * transport_peers: how many other processes can be asked (0: none, or an
- * MPI without MPI_THREAD_MULTIPLE). */
+ * None calls MPI unless transport_can_ask_peers() (MPI_THREAD_MULTIPLE).
+ * transport_peers: how many other processes the job has. */
 int transport_peers(void);
+int transport_can_ask_peers(void);
 void transport_ask_peers(void);
 /* The process that asked this one, or -1 (never waits). */
 int transport_asked_by(void);
 void transport_answer(int process, const char *lines);
-/* An answer that has come (its process; text in lines), or -1. */
-int transport_answer_from(char *lines, int size);
+/* An answer that has come (malloc'd text, to free; its process in
+ * *process), or NULL. */
+char *transport_answer_from(int *process);
 
 #endif

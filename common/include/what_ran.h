@@ -33,8 +33,9 @@ void what_ran_print(void);
 
 /* What one rank's work was, in words: "NCCL's symmetric kernel X",
  * "NCCL's regular kernel X", "the copy engines: 0 kernels, N copies", a
- * local copy with one rank, ... `measured` is 0 when nothing could be
- * recorded. Pure: unit-tested without a GPU. Returns its class. */
+ * local copy with one rank, ...; w is NULL when nothing could be
+ * recorded (RAN_UNKNOWN, buf empty). Pure: unit-tested without a GPU.
+ * Returns its class. */
 enum what_class {
   RAN_UNKNOWN,     /* not measured */
   RAN_NOTHING,     /* measured, but no kernel or copy recorded */

@@ -35,7 +35,7 @@ static call_slot slots[MAX_SLOTS];
 static int nslots;
 static _Thread_local call_slot *my_slot;
 
-static double now_ms(void)
+double monotonic_ms(void)
 {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -45,6 +45,11 @@ static double now_ms(void)
 void set_error_rank(int rank)
 {
   error_rank = rank;
+  watch_calls_as(rank);
+}
+
+void watch_calls_as(int rank)
+{
   pthread_mutex_lock(&slots_lock);
   if (my_slot != NULL) { /* a new rank, or -1: the slot is free again */
     my_slot->rank = rank;
@@ -73,7 +78,7 @@ static void begin(const char *call, const char *file, int line, int waits)
     my_slot->stack[d].call = call;
     my_slot->stack[d].file = file;
     my_slot->stack[d].line = line;
-    my_slot->stack[d].since_ms = now_ms();
+    my_slot->stack[d].since_ms = monotonic_ms();
     my_slot->stack[d].waits = waits;
   }
   pthread_mutex_unlock(&slots_lock);
@@ -99,8 +104,6 @@ void call_end(void)
   pthread_mutex_unlock(&slots_lock);
 }
 
-static const char *base_name(const char *path);
-
 int call_in_progress(int rank, char *call_text, size_t size, double *ms)
 {
   int found = -1;
@@ -113,8 +116,8 @@ int call_in_progress(int rank, char *call_text, size_t size, double *ms)
     if (found) {
       int d = (s->depth < MAX_DEPTH ? s->depth : MAX_DEPTH) - 1;
       snprintf(call_text, size, "%s (%s:%d)", s->stack[d].call,
-               base_name(s->stack[d].file), s->stack[d].line);
-      *ms = now_ms() - s->stack[d].since_ms;
+               path_base_name(s->stack[d].file), s->stack[d].line);
+      *ms = monotonic_ms() - s->stack[d].since_ms;
       found += s->stack[d].waits;
     }
   }
@@ -140,11 +143,32 @@ _Noreturn void fatal(int status)
   _exit(status);
 }
 
-void set_program_name(const char *path)
+void text_add(char *buf, size_t size, const char *fmt, ...)
+{
+  size_t len = strlen(buf);
+  if (len + 1 >= size)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf + len, size - len, fmt, ap);
+  va_end(ap);
+}
+
+unsigned long long hash_bytes(const void *data, size_t size)
+{
+  unsigned long long hash = 1469598103934665603ull; /* FNV-1a, 64 bits */
+  for (size_t i = 0; i < size; i++)
+    hash = (hash ^ ((const unsigned char *)data)[i]) * 1099511628211ull;
+  return hash;
+}
+
+const char *path_base_name(const char *path)
 {
   const char *slash = strrchr(path, '/');
-  program_name = slash ? slash + 1 : path;
+  return slash ? slash + 1 : path;
 }
+
+void set_program_name(const char *path) { program_name = path_base_name(path); }
 
 /* write(2) until done: stderr's FILE lock is never taken, so a thread
  * stuck while holding it cannot stop a message (the watchdog's above all). */
@@ -199,16 +223,9 @@ void *host_calloc(size_t n, size_t size)
   return p;
 }
 
-/* Strip the directory so messages stay short: "main.c:84". */
-static const char *base_name(const char *path)
-{
-  const char *slash = strrchr(path, '/');
-  return slash ? slash + 1 : path;
-}
-
 void fail_cuda(const char *file, int line, const char *call, cudaError_t err)
 {
-  print_error("%s:%d: %s failed: %s (%s)\n", base_name(file), line, call,
+  print_error("%s:%d: %s failed: %s (%s)\n", path_base_name(file), line, call,
               cudaGetErrorString(err), cudaGetErrorName(err));
   fatal(1);
 }
@@ -220,7 +237,7 @@ void fail_nccl(const char *file, int line, const char *call, ncclResult_t res)
   const char *detail = ncclGetLastError(NULL);
   int have_detail = detail != NULL && detail[0] != '\0';
   print_error("%s:%d: %s failed: %s%s%s%s (NCCL_DEBUG=WARN shows more)\n",
-              base_name(file), line, call, ncclGetErrorString(res),
+              path_base_name(file), line, call, ncclGetErrorString(res),
               have_detail ? " [NCCL: " : "", have_detail ? detail : "",
               have_detail ? "]" : "");
   fatal(1);
@@ -229,6 +246,6 @@ void fail_nccl(const char *file, int line, const char *call, ncclResult_t res)
 _Noreturn void fail_call(const char *file, int line, const char *call,
                          const char *text)
 {
-  print_error("%s:%d: %s failed: %s\n", base_name(file), line, call, text);
+  print_error("%s:%d: %s failed: %s\n", path_base_name(file), line, call, text);
   fatal(1);
 }

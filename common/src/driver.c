@@ -16,17 +16,13 @@
 #include "watchdog.h"
 #include "what_ran.h"
 
-int all_ranks_ok(const rank_ctx *ctx, int ok)
-{
-  return all_ranks_max(ctx, !ok) == 0;
-}
-
 /* Looks for GPUs without ending the job: on a machine without a GPU or
  * driver the caller reports the CUDA error in its own words. */
 static cudaError_t count_gpus(int *ngpus)
 {
   *ngpus = 0;
-  cudaError_t err = cudaGetDeviceCount(ngpus);
+  cudaError_t err;
+  WATCHED(err, cudaGetDeviceCount(ngpus));
   if (err == cudaSuccess && *ngpus == 0)
     err = cudaErrorNoDevice;
   return err;
@@ -104,13 +100,10 @@ static int check_job(const example_options *opts, int nranks, int ngpus,
 /* A checksum of the options that matter to every rank (31 bits). */
 static int options_checksum(const example_options *o, enum parse_result r)
 {
-  unsigned long long h = 1469598103934665603ull;
   const unsigned long long values[] = {
       r,         o->count, o->bench,   o->min_bytes,   o->max_bytes, o->factor,
       o->warmup, o->iters, o->overlap, o->csv != NULL, o->timeout};
-  for (size_t i = 0; i < sizeof values / sizeof values[0]; i++)
-    h = (h ^ values[i]) * 1099511628211ull;
-  return (int)(h & 0x7fffffff);
+  return (int)(hash_bytes(values, sizeof values) & 0x7fffffff);
 }
 
 /* Parses the command line on every process; in MPI mode every rank must
@@ -123,6 +116,8 @@ static int agree_on_options(int argc, char *argv[], example_options *opts,
 {
   const int process = transport_process();
   *parsed = parse_options(argc, argv, opts, process != 0);
+  /* From here on nothing waits for ever: see watchdog.h. */
+  watchdog_start(*parsed == PARSE_OK ? opts->timeout : WATCHDOG_DEFAULT_S);
   if (transport_worst(*parsed == PARSE_BAD) != 0) {
     if (process != 0 && *parsed == PARSE_BAD) {
       parse_options(argc, argv, opts, 0); /* now saying why */
@@ -170,18 +165,18 @@ int run_example(int argc, char *argv[], const example_desc *example)
     transport_banner(nranks, ngpus);
     fflush(stdout);
   }
-  /* From here on nothing waits for ever: see watchdog.h. */
   int first_rank, my_ranks;
   transport_my_ranks(nranks, &first_rank, &my_ranks);
-  watchdog_start(opts.timeout, first_rank, my_ranks);
+  watchdog_watch_ranks(first_rank, my_ranks);
   status = run_ranks(nranks, ngpus, &opts, run_rank, example);
-  watchdog_stop();
   if (first && status == EXIT_SUCCESS)
     printf("\nAll NCCL communicators finalized successfully!\n");
   if (first)
     what_ran_print();
 
 done:
+  /* The watchdog's thread may call MPI: it ends before MPI_Finalize. */
+  watchdog_stop();
   /* Lost output is a failure: the verification lines are the result. */
   if (fflush(stdout) != 0 || ferror(stdout)) {
     print_error("writing to standard output failed: %s\n",

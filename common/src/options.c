@@ -130,10 +130,9 @@ enum parse_result parse_options(int argc, char *argv[], example_options *opts,
       {"timeout", required_argument, NULL, OPT_TIMEOUT},
       {NULL, 0, NULL, 0},
   };
-  const char *slash = strrchr(argv[0], '/');
   set_program_name(argv[0]);
   *opts = (example_options){
-      .prog = slash ? slash + 1 : argv[0],
+      .prog = path_base_name(argv[0]),
       .count = DEFAULT_COUNT,
       .min_bytes = BENCH_DEFAULT_MIN,
       .max_bytes = BENCH_DEFAULT_MAX,

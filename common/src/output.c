@@ -22,14 +22,15 @@ void print_root(const rank_ctx *ctx, const char *fmt, ...)
   fflush(stdout); /* keep order with stderr and with other processes */
 }
 
-void all_ranks_print_line(const rank_ctx *ctx, const char *line)
+void all_ranks_print_line_at(const char *file, int line, const rank_ctx *ctx,
+                             const char *text)
 {
   char mine[ALL_RANKS_GATHER_MAX] = "";
-  snprintf(mine, sizeof mine, "%s", line);
+  snprintf(mine, sizeof mine, "%s", text);
   char *all = NULL;
   if (ctx->rank == 0)
     all = host_calloc((size_t)ctx->nranks, ALL_RANKS_GATHER_MAX);
-  all_ranks_gather(ctx, mine, sizeof mine, all);
+  all_ranks_gather_at(ctx, mine, sizeof mine, all, file, line);
   if (ctx->rank == 0) {
     for (int r = 0; r < ctx->nranks; r++)
       fputs(all + (size_t)r * ALL_RANKS_GATHER_MAX, stdout);
@@ -38,14 +39,15 @@ void all_ranks_print_line(const rank_ctx *ctx, const char *line)
   }
 }
 
-void all_ranks_print(const rank_ctx *ctx, const char *fmt, ...)
+void all_ranks_print_at(const char *file, int line, const rank_ctx *ctx,
+                        const char *fmt, ...)
 {
-  char line[ALL_RANKS_GATHER_MAX];
+  char text[ALL_RANKS_GATHER_MAX];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(line, sizeof line, fmt, ap);
+  vsnprintf(text, sizeof text, fmt, ap);
   va_end(ap);
-  all_ranks_print_line(ctx, line);
+  all_ranks_print_line_at(file, line, ctx, text);
 }
 
 int own_standard_streams(void)

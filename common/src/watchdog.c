@@ -1,6 +1,12 @@
+/* The watchdog (watchdog.h). One thread per process, five times a second:
+ * answer another process that asks, or, once a call of this process has
+ * passed the limit, collect every rank's line (ask), print them (report),
+ * name the rank to blame (blame) and end the job. It takes no lock a rank
+ * can hold while stuck: the calls in progress are read under checks.c's
+ * short lock, messages go to stderr with write(2), and stdout is flushed
+ * only if it is free. */
 #include "watchdog.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,196 +16,244 @@
 #include "checks.h"
 #include "transport.h"
 
-#define LINE_MAX_CHARS 600
-#define ANSWER_WAIT_S  3  /* how long the reporting process waits for lines */
-#define ABORT_WAIT_S   15 /* how long an asked process waits to be ended */
+#define ANSWER_WAIT_S 3  /* how long the reporting process waits for lines */
+#define ABORT_WAIT_S  15 /* how long an asked process waits to be ended */
+#define CALL_CHARS    512
 
 static pthread_t thread;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake; /* on the monotonic clock: see watchdog_start */
-static int running, stopping;
-static int limit_s, first, count;
+static int running, stopping, limit_s;
+/* The ranks watched (under lock): until watchdog_watch_ranks, the
+ * process's own setup, watched as rank `first` (its process number). */
+static int first, count = 1, setting_up = 1;
 
-static double now_s(void)
-{
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec + t.tv_nsec / 1e9;
-}
+/* ------------------------------------------------------------ collect */
 
-/* This process's ranks, one line each: the call each is in, and for how
- * long. */
-static void my_lines(char *text, size_t size)
+/* One rank's state: 0 in no watched call, 1 in a call, 2 waiting for the
+ * other ranks; for how long. */
+typedef struct rank_state {
+  int rank, state;
+  double ms;
+  char call[CALL_CHARS];
+} rank_state;
+
+/* This process's ranks, one line each. A line is "RANK STATE MS\t" (read
+ * back by the reporting process) then the words printed. Returns malloc'd
+ * text, or NULL without memory. */
+static char *collect(int from, int n)
 {
-  size_t used = 0;
-  text[0] = '\0';
-  for (int r = first; r < first + count && used < size; r++) {
-    char call[512];
-    double ms = 0;
-    int state = call_in_progress(r, call, sizeof call, &ms);
-    int n = 0;
-    if (state > 0)
-      n = snprintf(text + used, size - used, "rank %d: in %s for %.1f s\n", r,
-                   call, ms / 1e3);
-    else if (state == 0)
-      n = snprintf(text + used, size - used, "rank %d: in no watched call\n",
-                   r);
-    used += n > 0 ? (size_t)n : 0;
+  const size_t line_chars = CALL_CHARS + 128;
+  char *text = calloc((size_t)n * line_chars + 1, 1);
+  for (int r = from; text != NULL && r < from + n; r++) {
+    rank_state s = {.rank = r};
+    s.state = call_in_progress(r, s.call, sizeof s.call, &s.ms);
+    if (s.state < 0)
+      continue; /* no thread of this process runs it (yet) */
+    char *end = text + strlen(text);
+    int head = snprintf(end, line_chars, "%d %d %.0f\trank %d: ", r, s.state,
+                        s.ms, r);
+    if (s.state == 0)
+      snprintf(end + head, line_chars - (size_t)head, "in no watched call\n");
+    else
+      snprintf(end + head, line_chars - (size_t)head, "in %s%s for %.1f s\n",
+               s.call, s.state == 2 ? ", waiting for the other ranks" : "",
+               s.ms / 1e3);
   }
+  return text;
 }
 
-static void print_lines(const char *text)
-{
-  for (const char *line = text; *line != '\0';) {
-    const char *end = strchr(line, '\n');
-    int len = end ? (int)(end - line) : (int)strlen(line);
-    print_error("%.*s\n", len, line);
-    line += len + (end != NULL);
-  }
-}
+/* --------------------------------------------------------------- ask */
 
-/* Room for this process's lines: every one of its ranks, in full. */
-static size_t lines_size(void) { return (size_t)count * LINE_MAX_CHARS + 1; }
-
-/* Another process's limit passed: it prints every rank's line, ours too. */
-static void answer(int process)
+/* Asks the other processes (MPI) for their lines; answers[p] gets process
+ * p's (malloc'd) or stays NULL. If a process with a lower number asks
+ * meanwhile, it reports: this one answers it with `mine` and returns its
+ * number; else -1. */
+static int ask(char **answers, int processes, int me, const char *mine)
 {
-  char *text = host_calloc(lines_size(), 1);
-  my_lines(text, lines_size());
-  transport_answer(process, text);
-  free(text);
-}
-
-/* This process's rank late_rank passed the limit: asks the other processes
- * (MPI) for their lines and prints them all in rank order; returns -1.
- * If a process with a lower number asks meanwhile, it reports: this one
- * answers it and returns its number. */
-static int report(int late_rank)
-{
-  const int peers = transport_peers(), me = transport_process();
-  char **lines = calloc((size_t)peers + 1, sizeof *lines);
-  char *mine = host_calloc(lines_size(), 1);
-  my_lines(mine, lines_size()); /* as they are when the limit passed */
-  if (peers > 0 && lines != NULL) {
-    char text[LINE_MAX_CHARS * 4];
-    int got = 0;
-    transport_ask_peers();
-    for (double until = now_s() + ANSWER_WAIT_S;
-         got < peers && now_s() < until;) {
-      int asker = transport_asked_by();
-      if (asker >= 0 && asker < me) { /* it reports: answer, let it */
-        answer(asker);
-        free(lines);
-        free(mine);
-        return asker;
-      }
-      int from = transport_answer_from(text, sizeof text);
-      if (from >= 0 && from <= peers && lines[from] == NULL) {
-        lines[from] = strdup(text);
-        got++;
-      } else if (from < 0)
+  int got = 0;
+  transport_ask_peers();
+  for (double until = monotonic_ms() + ANSWER_WAIT_S * 1e3;
+       got < processes - 1 && monotonic_ms() < until;) {
+    int asker = transport_asked_by();
+    if (asker >= 0 && asker < me) { /* it reports: answer, let it */
+      transport_answer(asker, mine);
+      return asker;
+    }
+    int from = -1;
+    char *text = transport_answer_from(&from);
+    if (text != NULL && from >= 0 && from < processes && !answers[from]) {
+      answers[from] = text;
+      got++;
+    } else {
+      free(text);
+      if (text == NULL)
         nanosleep(&(struct timespec){.tv_nsec = 20 * 1000 * 1000}, NULL);
     }
   }
-  flush_stdout_if_free();
-  for (int p = 0; p <= peers; p++) {
-    if (p == me)
-      print_lines(mine);
-    else if (lines == NULL)
-      continue; /* no room to keep answers: none were asked for */
-    else if (lines[p] != NULL)
-      print_lines(lines[p]);
-    else
-      print_error("rank %d: no answer within %d s (its process may be"
-                  " gone)\n",
-                  p, ANSWER_WAIT_S);
-  }
-  for (int p = 0; lines != NULL && p <= peers; p++)
-    free(lines[p]);
-  free(lines);
-  free(mine);
-  print_error("rank %d's call has not returned after --timeout %d s: ending"
-              " the job (exit %d); --timeout 0 waits for ever\n",
-              late_rank, limit_s, EXIT_TIMEOUT);
   return -1;
 }
 
-/* Once a call of this process has passed the limit, the rank to blame:
- * the one whose call other than a wait for the other ranks has lasted
- * longest, however long (the others most often wait for it), else the
- * longest waiter. -1 while no call has passed the limit. */
-static int late_rank(void)
+/* ------------------------------------------------------------- blame */
+
+/* The rank to blame among the lines in text (collect's form), kept in
+ * *best: one in a call other than a wait, the longest; else the longest
+ * waiter. */
+static void blame(const char *text, rank_state *best)
 {
-  int late = -1, late_waits = 1, passed = 0;
-  double longest = 0;
-  for (int r = first; r < first + count; r++) {
-    char call[512];
-    double ms = 0;
-    int state = call_in_progress(r, call, sizeof call, &ms);
-    if (state <= 0)
+  for (const char *line = text; line && *line; line = strchr(line, '\n')) {
+    if (*line == '\n')
+      line++;
+    rank_state s = {0};
+    if (sscanf(line, "%d %d %lf", &s.rank, &s.state, &s.ms) != 3 ||
+        s.state == 0)
       continue;
-    passed |= ms >= limit_s * 1e3;
-    int waits = state == 2;
-    if (waits < late_waits || (waits == late_waits && ms > longest)) {
-      late = r;
-      late_waits = waits;
-      longest = ms;
+    int waits = s.state == 2, best_waits = best->state != 1;
+    if (best->state == 0 || waits < best_waits ||
+        (waits == best_waits && s.ms > best->ms))
+      *best = s;
+  }
+}
+
+/* ------------------------------------------------------------ report */
+
+/* Prints the lines in text (collect's form), without their heads. */
+static void print_lines(const char *text)
+{
+  for (const char *line = text; line && *line;) {
+    const char *tab = strchr(line, '\t'), *end = strchr(line, '\n');
+    if (tab == NULL || end == NULL)
+      return;
+    print_error("%.*s\n", (int)(end - tab - 1), tab + 1);
+    line = end + 1;
+  }
+}
+
+/* This process's rank passed the limit: prints every rank's line in rank
+ * order (other processes' as they answered), then whom it blames. Returns
+ * -1, or the process that reports instead (see ask). */
+static int report(int from, int n, int in_setup)
+{
+  const int processes = transport_peers() + 1, me = transport_process();
+  char *mine = collect(from, n); /* as they are when the limit passed */
+  char **answers = calloc((size_t)processes, sizeof *answers);
+  int asker = -1;
+  if (processes > 1 && transport_can_ask_peers() && answers != NULL)
+    asker = ask(answers, processes, me, mine ? mine : "");
+  if (asker >= 0) {
+    for (int p = 0; p < processes; p++)
+      free(answers[p]);
+    free(answers);
+    free(mine);
+    return asker;
+  }
+  flush_stdout_if_free();
+  rank_state late = {0};
+  for (int p = 0; p < processes; p++) {
+    const char *lines = p == me ? mine : answers ? answers[p] : NULL;
+    if (lines != NULL) {
+      print_lines(lines);
+      blame(lines, &late);
+    } else if (p != me && transport_can_ask_peers()) {
+      print_error("rank %d: no answer within %d s (its process may be"
+                  " gone)\n",
+                  p, ANSWER_WAIT_S);
     }
   }
-  return passed ? late : -1;
+  if (processes > 1 && !transport_can_ask_peers())
+    print_error("the other %d process(es) were not asked: this MPI gives no"
+                " MPI_THREAD_MULTIPLE, so the watchdog's thread may not call"
+                " MPI; each process reports its own ranks\n",
+                processes - 1);
+  if (in_setup && processes == 1)
+    print_error("the ranks had not started: the job was still being set"
+                " up\n");
+  print_error("rank %d's call has not returned after --timeout %d s: ending"
+              " the job (exit %d); --timeout 0 waits for ever\n",
+              late.rank, limit_s, EXIT_TIMEOUT);
+  for (int p = 0; answers != NULL && p < processes; p++)
+    free(answers[p]);
+  free(answers);
+  free(mine);
+  return -1;
+}
+
+/* ------------------------------------------------------------ decide */
+
+/* Whether a call of ranks from .. from + n - 1 has passed the limit. */
+static int limit_passed(int from, int n)
+{
+  for (int r = from; r < from + n; r++) {
+    char call[CALL_CHARS];
+    double ms = 0;
+    if (call_in_progress(r, call, sizeof call, &ms) > 0 &&
+        ms >= limit_s * 1e3)
+      return 1;
+  }
+  return 0;
+}
+
+/* Waits 200 ms or until stopped; returns 0 once stopped, else 1 and the
+ * ranks to watch now. */
+static int next_look(int *from, int *n, int *in_setup)
+{
+  pthread_mutex_lock(&lock);
+  struct timespec until;
+  clock_gettime(CLOCK_MONOTONIC, &until); /* a clock step cannot stall it */
+  until.tv_nsec += 200 * 1000 * 1000;
+  if (until.tv_nsec >= 1000000000) {
+    until.tv_sec++;
+    until.tv_nsec -= 1000000000;
+  }
+  if (!stopping)
+    pthread_cond_timedwait(&wake, &lock, &until);
+  int go_on = !stopping;
+  *from = first;
+  *n = count;
+  *in_setup = setting_up;
+  pthread_mutex_unlock(&lock);
+  return go_on;
 }
 
 static void *watch(void *arg)
 {
   (void)arg;
   double asked_at = 0; /* when another process asked for our lines */
-  int asked_by = -1;
-  pthread_mutex_lock(&lock);
-  while (!stopping) {
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until); /* a clock step cannot stall it */
-    until.tv_nsec += 200 * 1000 * 1000;     /* look five times a second */
-    if (until.tv_nsec >= 1000000000) {
-      until.tv_sec++;
-      until.tv_nsec -= 1000000000;
-    }
-    pthread_cond_timedwait(&wake, &lock, &until);
-    if (stopping)
-      break;
-    pthread_mutex_unlock(&lock);
+  int asked_by = -1, from, n, in_setup;
+  while (next_look(&from, &n, &in_setup)) {
     for (int asker; (asker = transport_asked_by()) >= 0;) {
-      answer(asker); /* it ends the job in a few seconds */
+      char *mine = collect(from, n);
+      transport_answer(asker, mine ? mine : ""); /* it ends the job soon */
+      free(mine);
       if (asked_by < 0) {
         asked_by = asker;
-        asked_at = now_s();
+        asked_at = monotonic_ms();
       }
     }
-    int late = asked_by < 0 ? late_rank() : -1;
-    if (late >= 0) {
-      asked_by = report(late);
+    if (asked_by < 0 && limit_passed(from, n)) {
+      asked_by = report(from, n, in_setup);
       if (asked_by < 0)
         fatal(EXIT_TIMEOUT);
-      asked_at = now_s();
+      asked_at = monotonic_ms();
     }
-    if (asked_by >= 0 && now_s() - asked_at > ABORT_WAIT_S) {
+    if (asked_by >= 0 && monotonic_ms() - asked_at > ABORT_WAIT_S * 1e3) {
       print_error("rank %d timed out, but the job has not ended %d s later:"
                   " ending this process (exit %d)\n",
                   asked_by, ABORT_WAIT_S, EXIT_TIMEOUT);
       fatal(EXIT_TIMEOUT);
     }
-    pthread_mutex_lock(&lock);
   }
-  pthread_mutex_unlock(&lock);
   return NULL;
 }
 
-void watchdog_start(int seconds, int first_rank, int nranks)
+void watchdog_start(int seconds)
 {
   if (seconds <= 0 || running)
     return;
   limit_s = seconds;
-  first = first_rank;
-  count = nranks;
+  first = transport_process();
+  count = 1;
+  setting_up = 1;
   stopping = 0;
   pthread_condattr_t attr;
   pthread_condattr_init(&attr);
@@ -214,6 +268,15 @@ void watchdog_start(int seconds, int first_rank, int nranks)
     return;
   }
   running = 1;
+}
+
+void watchdog_watch_ranks(int first_rank, int nranks)
+{
+  pthread_mutex_lock(&lock);
+  first = first_rank;
+  count = nranks;
+  setting_up = 0;
+  pthread_mutex_unlock(&lock);
 }
 
 void watchdog_stop(void)

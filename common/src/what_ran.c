@@ -27,20 +27,6 @@ void what_ran_start(const rank_ctx *ctx)
   t_start = recording ? engine_probe_now() : 0;
 }
 
-/* Appends to buf[0..size). */
-static void add(char *buf, size_t size, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void add(char *buf, size_t size, const char *fmt, ...)
-{
-  size_t len = strlen(buf);
-  if (len + 1 >= size)
-    return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf + len, size - len, fmt, ap);
-  va_end(ap);
-}
-
 /* The kernel names of w without NCCL's prefix, ", "-separated. */
 static void add_names(char *buf, size_t size, const engine_work *w)
 {
@@ -50,10 +36,10 @@ static void add_names(char *buf, size_t size, const engine_work *w)
       name += strlen(SYM_PREFIX);
     else if (strncmp(name, REGULAR_PREFIX, strlen(REGULAR_PREFIX)) == 0)
       name += strlen(REGULAR_PREFIX);
-    add(buf, size, "%s%s", i ? ", " : "", name);
+    text_add(buf, size, "%s%s", i ? ", " : "", name);
   }
   if (w->kernels > 0 && w->nnames == ENGINE_MAX_NAMES)
-    add(buf, size, ", ...");
+    text_add(buf, size, ", ...");
 }
 
 enum what_class what_ran_describe(const engine_work *w, int nranks, char *buf,
@@ -63,22 +49,22 @@ enum what_class what_ran_describe(const engine_work *w, int nranks, char *buf,
   if (w == NULL)
     return RAN_UNKNOWN;
   if (w->kernels == 0 && w->copies == 0) {
-    add(buf, size, "no kernel and no copy that CUPTI saw");
+    text_add(buf, size, "no kernel and no copy that CUPTI saw");
     return RAN_NOTHING;
   }
   if (nranks == 1) {
     if (w->kernels == 0)
-      add(buf, size, "a local copy (%ld cop%s, 0 kernels)", w->copies,
+      text_add(buf, size, "a local copy (%ld cop%s, 0 kernels)", w->copies,
           w->copies == 1 ? "y" : "ies");
     else {
-      add(buf, size, "a local kernel (");
+      text_add(buf, size, "a local kernel (");
       add_names(buf, size, w);
-      add(buf, size, ")");
+      text_add(buf, size, ")");
     }
     return RAN_LOCAL;
   }
   if (w->kernels == 0) {
-    add(buf, size, "on the copy engines: 0 kernels, %ld cop%s", w->copies,
+    text_add(buf, size, "on the copy engines: 0 kernels, %ld cop%s", w->copies,
         w->copies == 1 ? "y" : "ies");
     return RAN_COPY_ENGINE;
   }
@@ -89,14 +75,14 @@ enum what_class what_ran_describe(const engine_work *w, int nranks, char *buf,
   }
   const char *s = w->nnames > 1 ? "s" : "";
   if (symmetric)
-    add(buf, size, "NCCL's symmetric kernel%s ", s);
+    text_add(buf, size, "NCCL's symmetric kernel%s ", s);
   else if (nccl)
-    add(buf, size, "NCCL's regular kernel%s ", s);
+    text_add(buf, size, "NCCL's regular kernel%s ", s);
   else
-    add(buf, size, "kernel%s ", s);
+    text_add(buf, size, "kernel%s ", s);
   add_names(buf, size, w);
   if (!symmetric)
-    add(buf, size, " (no symmetric kernel)");
+    text_add(buf, size, " (no symmetric kernel)");
   return symmetric ? RAN_SYMMETRIC : RAN_REGULAR;
 }
 
@@ -118,10 +104,7 @@ void host_identity(char *out, size_t size)
       fclose(boot);
     }
   }
-  unsigned long long hash = 1469598103934665603ull; /* FNV-1a */
-  for (const char *c = id; *c; c++)
-    hash = (hash ^ (unsigned char)*c) * 1099511628211ull;
-  snprintf(out, size, "%016llx", hash);
+  snprintf(out, size, "%016llx", hash_bytes(id, strlen(id)));
 }
 
 int nccl_env_cta_policy(const char *text, int nccl, int *policy)
@@ -171,15 +154,15 @@ static void add_ranks(char *buf, size_t size, const int *in, int n)
       count++;
     }
   if (count == 1) {
-    add(buf, size, "rank %d", first);
+    text_add(buf, size, "rank %d", first);
   } else if (contiguous) {
-    add(buf, size, "ranks %d-%d", first, last);
+    text_add(buf, size, "ranks %d-%d", first, last);
   } else {
-    add(buf, size, "ranks");
+    text_add(buf, size, "ranks");
     const char *sep = " ";
     for (int r = 0; r < n; r++)
       if (in[r]) {
-        add(buf, size, "%s%d", sep, r);
+        text_add(buf, size, "%s%d", sep, r);
         sep = ", ";
       }
   }
@@ -192,7 +175,7 @@ static void add_causes(char *buf, size_t size, int n, const rank_facts *facts,
 {
   const size_t start = strlen(buf);
   if (n == 1) {
-    add(buf, size,
+    text_add(buf, size,
         "one rank: NCCL copies locally and never uses symmetric kernels or"
         " the copy engines; run 2 or more ranks");
     return;
@@ -202,9 +185,9 @@ static void add_causes(char *buf, size_t size, int n, const rank_facts *facts,
   for (int r = 0; r < n; r++)
     nulls += in[r] = facts[r].null_window;
   if (nulls > 0) {
-    add(buf, size, "NULL windows on ");
+    text_add(buf, size, "NULL windows on ");
     add_ranks(buf, size, in, n);
-    add(buf, size,
+    text_add(buf, size,
         ": NCCL registered no window"
         " (NCCL_DEBUG=INFO: NCCL's INIT log says why)");
   }
@@ -212,16 +195,16 @@ static void add_causes(char *buf, size_t size, int n, const rank_facts *facts,
    * did is recorded in docs/facts (tools/nccl_facts). */
   const int nccl = facts[0].nccl;
   if (nccl_int_variable("NCCL_WIN_ENABLE", 1) == 0)
-    add(buf, size, "%sNCCL_WIN_ENABLE=%s is set (0 for NCCL)",
+    text_add(buf, size, "%sNCCL_WIN_ENABLE=%s is set (0 for NCCL)",
         strlen(buf) > start ? "; " : "", getenv("NCCL_WIN_ENABLE"));
   if (nccl_int_variable("NCCL_CUMEM_ENABLE", 1) == 0)
-    add(buf, size,
+    text_add(buf, size,
         "%sNCCL_CUMEM_ENABLE=%s is set (0 for NCCL; windows need CUDA"
         " virtual memory)",
         strlen(buf) > start ? "; " : "", getenv("NCCL_CUMEM_ENABLE"));
   if (nccl > 0 && nccl < NCCL_VERSION(2, 29, 0) &&
       nccl_int_variable("NCCL_LOCAL_REGISTER", 1) == 0)
-    add(buf, size,
+    text_add(buf, size,
         "%sNCCL_LOCAL_REGISTER=%s is set (0 for NCCL; NCCL 2.28.3 then"
         " hands back NULL windows)",
         strlen(buf) > start ? "; " : "", getenv("NCCL_LOCAL_REGISTER"));
@@ -230,13 +213,13 @@ static void add_causes(char *buf, size_t size, int n, const rank_facts *facts,
   int cta = 0;
   if (want_ce && nccl > 0 && nccl_env_cta_policy(cta_text, nccl, &cta) &&
       !(cta & 2))
-    add(buf, size,
+    text_add(buf, size,
         "%sNCCL_CTA_POLICY=%s replaces config.CTAPolicy: the loaded NCCL"
         " reads it as %d, without ZERO (2)",
         strlen(buf) > start ? "; " : "", cta_text, cta);
   int driver = facts[0].driver;
   if (want_ce && driver > 0 && driver < 12050)
-    add(buf, size, "%sthe CUDA driver is %d.%d; the copy engines need >= 12.5",
+    text_add(buf, size, "%sthe CUDA driver is %d.%d; the copy engines need >= 12.5",
         strlen(buf) > start ? "; " : "", driver / 1000, driver % 1000 / 10);
   int hosts = 0;
   for (int r = 0; r < n; r++) {
@@ -252,37 +235,37 @@ static void add_causes(char *buf, size_t size, int n, const rank_facts *facts,
   /* NCCL_HOSTID (emulated nodes) decides what NCCL takes for a host. */
   const char *by = getenv("NCCL_HOSTID") != NULL ? " (by NCCL_HOSTID)" : "";
   if (hosts > 1 && want_ce && nccl >= NCCL_VERSION(2, 30, 0))
-    add(buf, size,
+    text_add(buf, size,
         "%sthe ranks are on %d hosts%s: NCCL %s uses the copy engines only"
         " within one NVLink domain (one node, or one multi-node NVLink"
         " system)",
         strlen(buf) > start ? "; " : "", hosts, by, version);
   else if (hosts > 1 && want_ce && nccl > 0)
-    add(buf, size,
+    text_add(buf, size,
         "%sthe ranks are on %d hosts%s: NCCL %s uses the copy engines only"
         " within one node (NCCL 2.30 adds multi-node NVLink systems)",
         strlen(buf) > start ? "; " : "", hosts, by, version);
   else if (hosts > 1)
-    add(buf, size,
+    text_add(buf, size,
         "%sthe ranks are on %d hosts%s: NCCL needs them in one NVLink domain",
         strlen(buf) > start ? "; " : "", hosts, by);
   /* CUDA P2P from each rank's GPU to rank 0's, on rank 0's host. */
   for (int r = 1; r < n; r++)
     if (facts[r].p2p_to_first == 0) {
-      add(buf, size, "%sGPUs %d and %d have no CUDA P2P access",
+      text_add(buf, size, "%sGPUs %d and %d have no CUDA P2P access",
           strlen(buf) > start ? "; " : "", facts[0].device, facts[r].device);
       break; /* one such pair says enough */
     }
   free(in);
   if (strlen(buf) == start && nccl > 0 && nccl < NCCL_VERSION(2, 29, 0))
-    add(buf, size,
+    text_add(buf, size,
         "no known cause found, and the windows prove nothing: NCCL %s hands"
         " back windows it cannot use symmetrically (2.28.3 did for a buffer"
         " 256 bytes into an allocation: docs/facts) (NCCL_DEBUG=INFO"
         " NCCL_DEBUG_SUBSYS=TUNING shows NCCL's choice on rank 0)",
         version);
   else if (strlen(buf) == start)
-    add(buf, size,
+    text_add(buf, size,
         "no known cause found (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING shows"
         " NCCL's choice on rank 0)");
 }
@@ -293,7 +276,7 @@ void what_ran_format(const char *collective, int want_ce, int n,
 {
   out[0] = '\0';
   if (!facts[0].measured) {
-    add(out, size, "What ran: not measured: %s\n", unavailable);
+    text_add(out, size, "What ran: not measured: %s\n", unavailable);
     return;
   }
   char(*text)[256] = host_calloc((size_t)n, sizeof *text);
@@ -303,10 +286,10 @@ void what_ran_format(const char *collective, int want_ce, int n,
     cls[r] = what_ran_describe(facts[r].measured ? &facts[r].work : NULL, n,
                                text[r], sizeof text[r]);
   if (n == 1)
-    add(out, size,
+    text_add(out, size,
         "What ran: one rank: NCCL did %s, nothing was communicated\n", text[0]);
   else {
-    add(out, size, "What ran: %s ran ", collective);
+    text_add(out, size, "What ran: %s ran ", collective);
     int *done = host_calloc((size_t)n, sizeof *done);
     for (int r = 0, groups = 0; r < n; r++) {
       if (done[r])
@@ -314,17 +297,17 @@ void what_ran_format(const char *collective, int want_ce, int n,
       int members = 0;
       for (int q = r; q < n; q++)
         members += in[q] = !done[q] && strcmp(text[q], text[r]) == 0;
-      add(out, size, "%s%s on ", groups++ ? "; " : "",
+      text_add(out, size, "%s%s on ", groups++ ? "; " : "",
           text[r][0] ? text[r] : "nothing measured");
       if (members == n)
-        add(out, size, "every rank");
+        text_add(out, size, "every rank");
       else
         add_ranks(out, size, in, n);
       for (int q = r; q < n; q++)
         done[q] |= in[q];
       memset(in, 0, (size_t)n * sizeof *in);
     }
-    add(out, size, "\n");
+    text_add(out, size, "\n");
     free(done);
   }
   enum what_class want = want_ce ? RAN_COPY_ENGINE : RAN_SYMMETRIC;
@@ -332,10 +315,10 @@ void what_ran_format(const char *collective, int want_ce, int n,
   for (int r = 0; r < n; r++)
     all_as_wanted &= cls[r] == want;
   if (!all_as_wanted) {
-    add(out, size, "%s: ",
+    text_add(out, size, "%s: ",
         want_ce ? "Why not the copy engines" : "Why no symmetric kernel");
     add_causes(out, size, n, facts, want_ce);
-    add(out, size, "\n");
+    text_add(out, size, "\n");
   }
   free(text);
   free(cls);

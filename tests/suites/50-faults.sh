@@ -208,3 +208,41 @@ for call in cudaDeviceCanAccessPeer:0 cudaDriverGetVersion:1; do
     end
   fi
 done
+
+# Calls before the ranks start are watched too (the watchdog starts once
+# the options are parsed): the GPU count in pthread mode (the main thread,
+# counted as rank 0; the ranks have not started) and under MPI (rank 1's
+# process; rank 0 waits for it in a collective and is not blamed).
+if begin "hang/pthread/allreduce_sm-setup-cudaGetDeviceCount"; then
+  SIM_HANG=cudaGetDeviceCount:0 sim_run sim-pthread allreduce_sm 2 -n 64 --timeout 1
+  want_status 3
+  want_err "allreduce_sm: rank 0: in cudaGetDeviceCount("
+  want_err "allreduce_sm: the ranks had not started: the job was still being set up"
+  want_err "allreduce_sm: rank 0's call has not returned after --timeout 1 s"
+  end
+fi
+if mpi_cases "hang/mpi/allgather_ce-setup-cudaGetDeviceCount" && begin "hang/mpi/allgather_ce-setup-cudaGetDeviceCount"; then
+  SIM_HANG=cudaGetDeviceCount:1 sim_run sim-mpi allgather_ce 2 -n 64 --timeout 1
+  want_status 3
+  want_err "allgather_ce: rank 0: in MPI_Comm_split_type (mpi.c:"
+  want_err "), waiting for the other ranks for "
+  want_err "allgather_ce: rank 1: in cudaGetDeviceCount("
+  want_err "allgather_ce: rank 1's call has not returned after --timeout 1 s"
+  end
+fi
+
+# Without MPI_THREAD_MULTIPLE (a preloaded MPI_Init_thread that grants
+# MPI_THREAD_FUNNELED, tests/hooks/mpi_funneled.c) the watchdog's thread
+# calls no MPI function: each process prints its own ranks' lines, says
+# why it asked no one, and ends itself; mpirun ends the job.
+if mpi_cases "hang/mpi/allreduce_sm-funneled" && begin "hang/mpi/allreduce_sm-funneled"; then
+  need programs-sim-mpi hooks/mpi_funneled.so
+  SIM_HANG=cudaMemcpy:1 SIM_DIR=$TMPDIR run "${MPIRUN[@]}" -np 2 -x LD_PRELOAD="$B/hooks/mpi_funneled.so" \
+    "$B/sim-mpi/allreduce_sm" -n 64 --timeout 1
+  want_status 3
+  want_err "allreduce_sm: rank 1: in cudaMemcpy("
+  want_err "allreduce_sm: rank 1's call has not returned after --timeout 1 s: ending the job (exit 3)"
+  want_err "were not asked: this MPI gives no MPI_THREAD_MULTIPLE"
+  ! grep -q "no answer within" "$f.err" || why+="it waited for answers it never asked for; "
+  end
+fi

@@ -129,8 +129,6 @@ void time_ops(cudaStream_t stream, cudaEvent_t start, cudaEvent_t stop,
 /* Waits for stop; returns the time per operation, in us. */
 double time_per_op_us(cudaEvent_t start, cudaEvent_t stop, int iters);
 
-/* Milliseconds on the host's monotonic clock. */
-double wall_ms(void);
 /* Collective: the largest value any rank passed, on rank 0. */
 double slowest(const rank_ctx *ctx, double value);
 
@@ -184,7 +182,8 @@ void report_size(bench *b, size_t bytes, size_t count, double roof_us,
  * rather than waited on. Returns 1, or 0 after saying why on stderr. */
 int report_csv_open(bench *b);
 /* One CSV line for an overlap row (rank 0). */
-void report_csv_row(bench *b, const row *r);
+/* Writes one row to --csv's file (call only when b->csv is set). */
+void report_csv_line(bench *b, const row *r);
 /* Closes the CSV; returns 1 if every write to it succeeded, else says why
  * on stderr and returns 0. 1 without --csv. */
 int report_csv_close(bench *b);

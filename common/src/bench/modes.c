@@ -21,9 +21,9 @@ static ncclComm_t init_comm(const rank_ctx *ctx, int cta_policy, double *ms)
   if (cta_policy != NCCL_CTA_POLICY_DEFAULT)
     config.CTAPolicy = cta_policy;
   ncclComm_t comm;
-  double t0 = wall_ms();
+  double t0 = monotonic_ms();
   NCCLCHECK(ncclCommInitRankConfig(&comm, ctx->nranks, id, ctx->rank, &config));
-  *ms = slowest(ctx, wall_ms() - t0);
+  *ms = slowest(ctx, monotonic_ms() - t0);
   return comm;
 }
 
@@ -43,12 +43,12 @@ static void add_mode(bench *b, const mode_spec *spec)
   CUDACHECK(cudaMemcpy(m->send, fill, send_bytes, cudaMemcpyHostToDevice));
   free(fill);
   if (spec->windows) {
-    double t0 = wall_ms();
+    double t0 = monotonic_ms();
     NCCLCHECK(ncclCommWindowRegister(m->comm, m->send, send_bytes, &m->send_win,
                                      NCCL_WIN_COLL_SYMMETRIC));
     NCCLCHECK(ncclCommWindowRegister(m->comm, m->recv, recv_bytes, &m->recv_win,
                                      NCCL_WIN_COLL_SYMMETRIC));
-    m->register_ms = slowest(b->ctx, wall_ms() - t0);
+    m->register_ms = slowest(b->ctx, monotonic_ms() - t0);
     all_ranks_report_windows(b->ctx, m->send_win, m->recv_win);
   }
 }

@@ -129,8 +129,8 @@ void measure_overlap(bench *b, size_t bytes, size_t count)
              .speedup = NAN,
              .coll_slowdown = coll_slow,
              .gemm_slowdown = gemm_slow};
-    if (ctx->rank == 0)
-      report_csv_row(b, &r);
+    if (ctx->rank == 0 && b->csv)
+      report_csv_line(b, &r);
   }
   all_ranks_max(ctx, 0); /* cudaFree may wait for the whole (shared) GPU */
   gemm_teardown(&g);

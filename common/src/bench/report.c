@@ -64,21 +64,7 @@ static const column columns[] = {
 /* A line being built, never longer than its buffer. */
 typedef struct line {
   char text[1024];
-  size_t len;
 } line;
-
-static void add(line *l, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void add(line *l, const char *fmt, ...)
-{
-  if (l->len >= sizeof l->text)
-    return;
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(l->text + l->len, sizeof l->text - l->len, fmt, ap);
-  va_end(ap);
-  l->len += n > 0 ? (size_t)n : 0;
-}
 
 /* A text cell of the CSV, quoted as RFC 4180 says when it holds a comma,
  * a double quote or a line break (a program may be started under any
@@ -86,16 +72,16 @@ static void add(line *l, const char *fmt, ...)
 static void add_csv_text(line *l, const char *text)
 {
   if (strpbrk(text, ",\"\r\n") == NULL) {
-    add(l, "%s", text);
+    text_add(l->text, sizeof l->text, "%s", text);
     return;
   }
-  add(l, "\"");
+  text_add(l->text, sizeof l->text, "\"");
   for (const char *c = text; *c; c++)
     if (*c == '"')
-      add(l, "\"\"");
+      text_add(l->text, sizeof l->text, "\"\"");
     else
-      add(l, "%c", *c);
-  add(l, "\"");
+      text_add(l->text, sizeof l->text, "%c", *c);
+  text_add(l->text, sizeof l->text, "\"");
 }
 
 /* Column c's cell of row r, or its heading when r is NULL. `mode` is the
@@ -105,7 +91,7 @@ static void add_cell(line *l, const bench *b, const column *c, const row *r,
 {
   const char *fmt = csv ? c->fmt : r ? c->cell : c->head;
   if (r == NULL) {
-    add(l, fmt, c->title ? c->title : mode);
+    text_add(l->text, sizeof l->text, fmt, c->title ? c->title : mode);
     return;
   }
   const char *at = (const char *)r + c->field;
@@ -116,24 +102,24 @@ static void add_cell(line *l, const bench *b, const column *c, const row *r,
     if (csv)
       add_csv_text(l, b->opts->prog);
     else
-      add(l, fmt, b->opts->prog);
+      text_add(l->text, sizeof l->text, fmt, b->opts->prog);
     break;
-  case RANKS: add(l, fmt, b->ctx->nranks); break;
-  case MODE: add(l, fmt, csv ? r->mode : ""); break;
+  case RANKS: text_add(l->text, sizeof l->text, fmt, b->ctx->nranks); break;
+  case MODE: text_add(l->text, sizeof l->text, fmt, csv ? r->mode : ""); break;
   case TEXT:
     if (csv)
       add_csv_text(l, at);
     else
-      add(l, fmt, at);
+      text_add(l->text, sizeof l->text, fmt, at);
     break;
   case SIZE:
     memcpy(&size, at, sizeof size);
-    add(l, fmt, size);
+    text_add(l->text, sizeof l->text, fmt, size);
     break;
   case NUMBER:
     memcpy(&number, at, sizeof number);
     if (!isnan(number))
-      add(l, fmt, number);
+      text_add(l->text, sizeof l->text, fmt, number);
     break;
   }
 }
@@ -147,7 +133,7 @@ static void print_table_line(const bench *b, const row *rows)
   const char *sep = "";
   for (size_t c = 0; c < NCOLUMNS; c++)
     if (columns[c].place == LINE) {
-      add(&l, "%s", sep);
+      text_add(l.text, sizeof l.text, "%s", sep);
       add_cell(&l, b, &columns[c], rows, NULL, 0);
       sep = " ";
     }
@@ -155,7 +141,7 @@ static void print_table_line(const bench *b, const row *rows)
     sep = " | ";
     for (size_t c = 0; c < NCOLUMNS; c++)
       if (columns[c].place == PER_MODE) {
-        add(&l, "%s", sep);
+        text_add(l.text, sizeof l.text, "%s", sep);
         add_cell(&l, b, &columns[c], rows ? &rows[m] : NULL,
                  b->modes[m].spec->name, 0);
         sep = " ";
@@ -164,7 +150,7 @@ static void print_table_line(const bench *b, const row *rows)
   for (int m = 0; m < b->nmodes - 1; m++)
     for (size_t c = 0; c < NCOLUMNS; c++)
       if (columns[c].place == PER_RATIO) {
-        add(&l, " | ");
+        text_add(l.text, sizeof l.text, " | ");
         add_cell(&l, b, &columns[c], rows ? &rows[m] : NULL,
                  b->modes[m].spec->name, 0);
       }
@@ -172,15 +158,15 @@ static void print_table_line(const bench *b, const row *rows)
 }
 
 /* One CSV line: every column, comma-separated; the heading when r is NULL. */
-static void write_csv_line(bench *b, const row *r)
+void report_csv_line(bench *b, const row *r)
 {
   line l = {0};
   for (size_t c = 0; c < NCOLUMNS; c++) {
-    add(&l, c ? "," : "");
+    text_add(l.text, sizeof l.text, c ? "," : "");
     if (r)
       add_cell(&l, b, &columns[c], r, r->mode, 1);
     else
-      add(&l, "%s", columns[c].csv);
+      text_add(l.text, sizeof l.text, "%s", columns[c].csv);
   }
   if (fprintf(b->csv, "%s\n", l.text) < 0 && b->csv_errno == 0)
     b->csv_errno = errno ? errno : EIO;
@@ -222,7 +208,7 @@ void report_header(bench *b)
              ctx->nranks == 1 ? "algbw" : "busbw");
   print_table_line(b, NULL);
   if (b->csv)
-    write_csv_line(b, NULL);
+    report_csv_line(b, NULL);
 }
 
 void report_size(bench *b, size_t bytes, size_t count, double roof_us,
@@ -257,13 +243,7 @@ void report_size(bench *b, size_t bytes, size_t count, double roof_us,
     return;
   print_table_line(b, rows);
   for (int i = 0; b->csv && i < b->nmodes; i++)
-    write_csv_line(b, &rows[i]);
-}
-
-void report_csv_row(bench *b, const row *r)
-{
-  if (b->csv)
-    write_csv_line(b, r);
+    report_csv_line(b, &rows[i]);
 }
 
 int report_csv_open(bench *b)

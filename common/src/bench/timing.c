@@ -27,13 +27,6 @@ double time_per_op_us(cudaEvent_t start, cudaEvent_t stop, int iters)
   return ms * 1e3 / iters;
 }
 
-double wall_ms(void)
-{
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
-}
-
 double slowest(const rank_ctx *ctx, double value)
 {
   double *values =

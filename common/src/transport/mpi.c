@@ -1,5 +1,6 @@
 /* The MPI transport: ranks are processes; MPI carries the exchanges. MPI
  * stays private to this file. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,34 +33,66 @@ static _Noreturn void fail_mpi(const char *file, int line, const char *call,
   fail_call(file, line, call, text);
 }
 
-struct run_state {
-  // cppcheck-suppress unusedStructMember
-  int unused; /* MPI_COMM_WORLD holds everything; kept for one interface */
-};
+/* Like MPICHECK, for the collectives the ranks wait in: the watchdog sees
+ * a wait for the other ranks, at the caller's file and line. */
+#define MPI_WAIT_CHECK(name, file, line, call)                                 \
+  do {                                                                         \
+    call_begin_wait(name, file, line);                                         \
+    int mpi_err_ = (call);                                                     \
+    call_end();                                                                \
+    if (mpi_err_ != MPI_SUCCESS)                                               \
+      fail_mpi(file, line, #call, mpi_err_);                                   \
+  } while (0)
 
-void util_broadcast(int root, const rank_ctx *ctx, ncclUniqueId *id)
+/* Known from transport_start on, so that the watchdog's thread can ask
+ * without calling MPI. */
+static int my_process, processes = 1;
+static int thread_multiple;    /* MPI_THREAD_MULTIPLE was provided */
+static pthread_t main_thread;  /* the thread that called MPI_Init_thread */
+
+/* MPI_COMM_WORLD holds everything: ranks get no run_state (ctx->run). */
+
+void util_broadcast_at(int root, const rank_ctx *ctx, ncclUniqueId *id,
+                       const char *file, int line)
 {
   (void)ctx;
-  MPICHECK(MPI_Bcast(id, sizeof *id, MPI_BYTE, root, MPI_COMM_WORLD));
+  MPI_WAIT_CHECK("util_broadcast", file, line,
+                 MPI_Bcast(id, sizeof *id, MPI_BYTE, root, MPI_COMM_WORLD));
 }
 
-void all_ranks_gather(const rank_ctx *ctx, const void *mine, size_t size,
-                      void *all)
+void all_ranks_gather_at(const rank_ctx *ctx, const void *mine, size_t size,
+                         void *all, const char *file, int line)
 {
   (void)ctx;
-  MPICHECK(MPI_Gather(mine, (int)size, MPI_BYTE, all, (int)size, MPI_BYTE, 0,
-                      MPI_COMM_WORLD));
+  MPI_WAIT_CHECK("all_ranks_gather", file, line,
+                 MPI_Gather(mine, (int)size, MPI_BYTE, all, (int)size,
+                            MPI_BYTE, 0, MPI_COMM_WORLD));
 }
 
-int all_ranks_max(const rank_ctx *ctx, int value)
+static int worst_at(const char *name, int value, const char *file, int line)
+{
+  int max = value;
+  MPI_WAIT_CHECK(name, file, line,
+                 MPI_Allreduce(&value, &max, 1, MPI_INT, MPI_MAX,
+                               MPI_COMM_WORLD));
+  return max;
+}
+
+int all_ranks_max_at(const rank_ctx *ctx, int value, const char *file,
+                     int line)
 {
   (void)ctx;
-  return transport_worst(value);
+  return worst_at("all_ranks_max", value, file, line);
 }
 
 _Noreturn void job_abort(int status)
 {
   flush_stdout_if_free();
+  /* Without MPI_THREAD_MULTIPLE only the main thread may call MPI: another
+   * thread (the watchdog's) ends this process alone; mpirun then ends the
+   * job, since a process left without MPI_Finalize. */
+  if (!thread_multiple && !pthread_equal(pthread_self(), main_thread))
+    _exit(status);
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
@@ -82,7 +115,6 @@ int run_ranks(int nranks, int ngpus, const example_options *opts, example_fn fn,
   transport_node(nranks, &local_rank, &local_size);
   int shared_anywhere = transport_worst(local_size > ngpus);
 
-  run_state run = {0};
   rank_ctx ctx = {.rank = world_rank,
                   .nranks = world_size,
                   .device = local_rank % ngpus,
@@ -91,7 +123,7 @@ int run_ranks(int nranks, int ngpus, const example_options *opts, example_fn fn,
                   .ranks_are_threads = 0,
                   .opts = opts,
                   .example = example,
-                  .run = &run};
+                  .run = NULL};
   set_error_rank(world_rank);
   int status = fn(&ctx);
   return all_ranks_max(&ctx,
@@ -109,13 +141,17 @@ enum { TAG_ASK = 1, TAG_ANSWER = 2 };
 void transport_start(int *argc, char ***argv)
 {
   on_fatal_error(job_abort);
+  main_thread = pthread_self();
   int provided = MPI_THREAD_SINGLE;
   MPICHECK(MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided));
   /* Return MPI errors to MPICHECK so they are reported with file and line. */
   MPICHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
-  if (provided == MPI_THREAD_MULTIPLE)
+  MPICHECK(MPI_Comm_rank(MPI_COMM_WORLD, &my_process));
+  MPICHECK(MPI_Comm_size(MPI_COMM_WORLD, &processes));
+  thread_multiple = provided == MPI_THREAD_MULTIPLE;
+  if (thread_multiple)
     MPICHECK(MPI_Comm_dup(MPI_COMM_WORLD, &watchdog_comm));
-  set_error_rank(transport_process());
+  set_error_rank(my_process);
 }
 
 void transport_stop(void)
@@ -126,24 +162,19 @@ void transport_stop(void)
   MPICHECK(MPI_Finalize());
 }
 
-/* From the watchdog's thread: its errors are not worth a report of their
- * own (the job is ending), so these calls are not checked one by one. */
-int transport_peers(void)
-{
-  int size = 1;
-  if (watchdog_comm == MPI_COMM_NULL)
-    return 0;
-  MPI_Comm_size(watchdog_comm, &size);
-  return size - 1;
-}
+/* From the watchdog's thread, and only with MPI_THREAD_MULTIPLE (then
+ * watchdog_comm exists): its errors are not worth a report of their own
+ * (the job is ending), so these calls are not checked one by one. */
+int transport_peers(void) { return processes - 1; }
+
+int transport_can_ask_peers(void) { return watchdog_comm != MPI_COMM_NULL; }
 
 void transport_ask_peers(void)
 {
   static int ask; /* the buffer of every send: must outlive them */
   MPI_Request request;
-  const int processes = transport_peers() + 1;
-  for (int p = 0; p < processes; p++) {
-    if (p == transport_process())
+  for (int p = 0; transport_can_ask_peers() && p < processes; p++) {
+    if (p == my_process)
       continue;
     MPI_Isend(&ask, 1, MPI_INT, p, TAG_ASK, watchdog_comm, &request);
     MPI_Request_free(&request); /* MPI_Abort follows: never waited for */
@@ -154,7 +185,7 @@ void transport_ask_peers(void)
 static int waiting(int tag, MPI_Status *st)
 {
   int flag = 0;
-  return watchdog_comm != MPI_COMM_NULL &&
+  return transport_can_ask_peers() &&
          MPI_Iprobe(MPI_ANY_SOURCE, tag, watchdog_comm, &flag, st) ==
              MPI_SUCCESS &&
          flag;
@@ -177,29 +208,23 @@ void transport_answer(int process, const char *lines)
            watchdog_comm);
 }
 
-int transport_answer_from(char *lines, int size)
+char *transport_answer_from(int *process)
 {
   int len = 0;
   MPI_Status st;
   if (!waiting(TAG_ANSWER, &st))
-    return -1;
+    return NULL;
   MPI_Get_count(&st, MPI_CHAR, &len);
-  char *text = malloc(len > 0 ? (size_t)len : 1);
+  char *text = calloc((size_t)(len > 0 ? len : 0) + 1, 1);
   if (text == NULL)
-    return -1;
+    return NULL;
   MPI_Recv(text, len, MPI_CHAR, st.MPI_SOURCE, TAG_ANSWER, watchdog_comm,
            MPI_STATUS_IGNORE);
-  snprintf(lines, (size_t)size, "%.*s", len, text);
-  free(text);
-  return st.MPI_SOURCE;
+  *process = st.MPI_SOURCE;
+  return text;
 }
 
-int transport_process(void)
-{
-  int rank;
-  MPICHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
-  return rank;
-}
+int transport_process(void) { return my_process; }
 
 int transport_rank_count(int ngpus, int *nranks)
 {
@@ -213,18 +238,17 @@ void transport_node(int nranks, int *local_rank, int *local_size)
 {
   (void)nranks;
   MPI_Comm node;
-  MPICHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED,
-                               transport_process(), MPI_INFO_NULL, &node));
+  MPI_WAIT_CHECK("MPI_Comm_split_type", __FILE__, __LINE__,
+                 MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED,
+                                     my_process, MPI_INFO_NULL, &node));
   MPICHECK(MPI_Comm_rank(node, local_rank));
   MPICHECK(MPI_Comm_size(node, local_size));
   MPICHECK(MPI_Comm_free(&node));
 }
 
-int transport_worst(int value)
+int transport_worst_at(int value, const char *file, int line)
 {
-  int max = value;
-  MPICHECK(MPI_Allreduce(&value, &max, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
-  return max;
+  return worst_at("transport_worst", value, file, line);
 }
 
 void transport_too_few_gpus(int local_rank, int local_size, int ngpus)

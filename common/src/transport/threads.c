@@ -22,10 +22,11 @@ struct run_state {
 };
 
 /* Waits for every rank at the run's barrier; `who` names the collective
- * call for the watchdog. */
-static void wait_all(run_state *run, const char *who)
+ * and file:line its caller, for the watchdog. */
+static void wait_all(run_state *run, const char *who, const char *file,
+                     int line)
 {
-  call_begin_wait(who, __FILE__, __LINE__);
+  call_begin_wait(who, file, line);
   int err = pthread_barrier_wait(&run->barrier);
   call_end();
   if (err != 0 && err != PTHREAD_BARRIER_SERIAL_THREAD) {
@@ -34,21 +35,21 @@ static void wait_all(run_state *run, const char *who)
   }
 }
 
-void util_broadcast(int root, const rank_ctx *ctx, ncclUniqueId *id)
+void util_broadcast_at(int root, const rank_ctx *ctx, ncclUniqueId *id,
+                       const char *file, int line)
 {
   run_state *run = ctx->run;
   if (ctx->rank == root)
     run->id = *id;
-  wait_all(run, __func__);
+  wait_all(run, "util_broadcast", file, line);
   if (ctx->rank != root)
     *id = run->id;
-  wait_all(
-      run,
-      __func__); /* the slot may be reused only after everyone has read it */
+  /* The slot may be reused only after everyone has read it. */
+  wait_all(run, "util_broadcast", file, line);
 }
 
-void all_ranks_gather(const rank_ctx *ctx, const void *mine, size_t size,
-                      void *all)
+void all_ranks_gather_at(const rank_ctx *ctx, const void *mine, size_t size,
+                         void *all, const char *file, int line)
 {
   run_state *run = ctx->run;
   if (size > ALL_RANKS_GATHER_MAX) { /* a caller's mistake, not a user's */
@@ -57,24 +58,25 @@ void all_ranks_gather(const rank_ctx *ctx, const void *mine, size_t size,
     job_abort(1);
   }
   memcpy(run->slots + (size_t)ctx->rank * ALL_RANKS_GATHER_MAX, mine, size);
-  wait_all(run, __func__);
+  wait_all(run, "all_ranks_gather", file, line);
   if (ctx->rank == 0)
     for (int r = 0; r < run->nranks; r++)
       memcpy((unsigned char *)all + (size_t)r * size,
              run->slots + (size_t)r * ALL_RANKS_GATHER_MAX, size);
-  wait_all(run, __func__);
+  wait_all(run, "all_ranks_gather", file, line);
 }
 
-int all_ranks_max(const rank_ctx *ctx, int value)
+int all_ranks_max_at(const rank_ctx *ctx, int value, const char *file,
+                     int line)
 {
   run_state *run = ctx->run;
   run->values[ctx->rank] = value;
-  wait_all(run, __func__);
+  wait_all(run, "all_ranks_max", file, line);
   int max = run->values[0];
   for (int r = 1; r < run->nranks; r++)
     if (run->values[r] > max)
       max = run->values[r];
-  wait_all(run, __func__);
+  wait_all(run, "all_ranks_max", file, line);
   return max;
 }
 
@@ -105,6 +107,7 @@ static void *rank_main(void *arg)
 int run_ranks(int nranks, int ngpus, const example_options *opts, example_fn fn,
               const example_desc *example)
 {
+  watch_calls_as(-1); /* rank 0's thread is rank 0 from here on */
   run_state run = {.nranks = nranks};
   run.slots = host_calloc((size_t)nranks, ALL_RANKS_GATHER_MAX);
   run.values = host_calloc((size_t)nranks, sizeof(int));
@@ -154,6 +157,7 @@ void transport_start(int *argc, char ***argv)
   (void)argc;
   (void)argv;
   on_fatal_error(job_abort);
+  watch_calls_as(0); /* the setup, until the ranks' threads start */
 }
 
 void transport_stop(void) {}
@@ -187,7 +191,11 @@ void transport_node(int nranks, int *local_rank, int *local_size)
   *local_size = nranks;
 }
 
-int transport_worst(int value) { return value; }
+int transport_worst_at(int value, const char *file, int line)
+{
+  (void)file, (void)line;
+  return value;
+}
 
 void transport_too_few_gpus(int local_rank, int local_size, int ngpus)
 {
@@ -210,6 +218,7 @@ void transport_my_ranks(int nranks, int *first, int *count)
 
 /* One process holds every rank: the watchdog needs no messages. */
 int transport_peers(void) { return 0; }
+int transport_can_ask_peers(void) { return 0; }
 void transport_ask_peers(void) {}
 int transport_asked_by(void) { return -1; }
 void transport_answer(int process, const char *lines)
@@ -217,9 +226,8 @@ void transport_answer(int process, const char *lines)
   (void)process;
   (void)lines;
 }
-int transport_answer_from(char *lines, int size)
+char *transport_answer_from(int *process)
 {
-  (void)lines;
-  (void)size;
-  return -1;
+  (void)process;
+  return NULL;
 }
