@@ -374,15 +374,23 @@ static void fact_what_ran(const fact *f, ncclComm_t comm, int rank, int nranks,
  * 2.30.7's core.h lays it out; size, magic and version in its head say
  * which layout it is. A layout fact, not NCCL's code. */
 typedef struct props_2_30 {
+  /* Read by NCCL only: */
+  // cppcheck-suppress unusedStructMember
   size_t size;
-  unsigned int magic;   /* NCCL_API_MAGIC of nccl.h: 0xcafebeef */
+  // cppcheck-suppress unusedStructMember
+  unsigned int magic; /* NCCL_API_MAGIC of nccl.h: 0xcafebeef */
+  // cppcheck-suppress unusedStructMember
   unsigned int version; /* the layout's NCCL version code */
-  int rank, nRanks, cudaDev, nvmlDev;
+  int rank, nRanks, cudaDev;
+  // cppcheck-suppress unusedStructMember
+  int nvmlDev; /* the layout's: not printed */
   bool deviceApiSupport, multimemSupport;
   int ginType; /* an enum in core.h */
   int nLsaTeams;
-  bool hostRmaSupport;
-  int railedGinType;
+  // cppcheck-suppress unusedStructMember
+  bool hostRmaSupport; /* the layout's: not printed */
+  // cppcheck-suppress unusedStructMember
+  int railedGinType; /* an enum; the layout's: not printed */
 } props_2_30;
 
 static void fact_properties(const fact *f, ncclComm_t comm, int rank,

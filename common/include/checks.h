@@ -57,9 +57,11 @@ void call_end(void);
 
 /* What rank `rank`'s thread of this process is doing, for the watchdog:
  * returns 1 and the innermost call in progress with how long it has run
- * (ms), 2 the same for a wait for the other ranks, 0 if that rank is in no
- * call, -1 if no thread of this process runs it. call_text gets
- * "CALL (file:line)". */
+ * (ms), 2 the same for a wait for the other ranks (call_begin_wait), 3 for
+ * an NCCL call that all ranks make together (a collective, communicator
+ * init, window registration: it may be waiting for another rank), 0 if
+ * that rank is in no call, -1 if no thread of this process runs it.
+ * call_text gets "CALL (file:line)". */
 int call_in_progress(int rank, char *call_text, size_t size, double *ms);
 
 /* Report a failed call (see above) and end the job. Never return. */

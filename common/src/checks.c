@@ -26,7 +26,7 @@ typedef struct call_slot {
     const char *call, *file;
     int line;
     double since_ms;
-    int waits; /* a wait for the other ranks */
+    int kind; /* what call_in_progress returns: 1, 2 or 3 */
   } stack[MAX_DEPTH];
 } call_slot;
 
@@ -68,7 +68,7 @@ void watch_calls_as(int rank)
   pthread_mutex_unlock(&slots_lock);
 }
 
-static void begin(const char *call, const char *file, int line, int waits)
+static void begin(const char *call, const char *file, int line, int kind)
 {
   if (my_slot == NULL)
     return;
@@ -79,19 +79,35 @@ static void begin(const char *call, const char *file, int line, int waits)
     my_slot->stack[d].file = file;
     my_slot->stack[d].line = line;
     my_slot->stack[d].since_ms = monotonic_ms();
-    my_slot->stack[d].waits = waits;
+    my_slot->stack[d].kind = kind;
   }
   pthread_mutex_unlock(&slots_lock);
 }
 
+/* NCCL's calls that every rank of the communicator makes together: a rank
+ * in one may be waiting for another rank (nccl.h, and NCCL's docs: the
+ * communicator functions and the collectives). */
+static int nccl_collective(const char *call)
+{
+  static const char *const names[] = {
+      "ncclCommInitRank", "ncclCommInitAll",         "ncclCommWindowRegister",
+      "ncclCommWindowDeregister", "ncclCommFinalize", "ncclCommDestroy",
+      "ncclAllReduce",    "ncclAllGather",           "ncclBroadcast",
+      "ncclReduce",       "ncclReduceScatter",       "ncclGroupEnd"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (strncmp(call, names[i], strlen(names[i])) == 0)
+      return 1;
+  return 0;
+}
+
 void call_begin(const char *call, const char *file, int line)
 {
-  begin(call, file, line, 0);
+  begin(call, file, line, nccl_collective(call) ? 3 : 1);
 }
 
 void call_begin_wait(const char *call, const char *file, int line)
 {
-  begin(call, file, line, 1);
+  begin(call, file, line, 2);
 }
 
 void call_end(void)
@@ -118,7 +134,7 @@ int call_in_progress(int rank, char *call_text, size_t size, double *ms)
       snprintf(call_text, size, "%s (%s:%d)", s->stack[d].call,
                path_base_name(s->stack[d].file), s->stack[d].line);
       *ms = monotonic_ms() - s->stack[d].since_ms;
-      found += s->stack[d].waits;
+      found = s->stack[d].kind;
     }
   }
   pthread_mutex_unlock(&slots_lock);

@@ -30,8 +30,9 @@ static int first, count = 1, setting_up = 1;
 
 /* ------------------------------------------------------------ collect */
 
-/* One rank's state: 0 in no watched call, 1 in a call, 2 waiting for the
- * other ranks; for how long. */
+/* One rank's state (call_in_progress: 0 in no watched call, 1 in a call,
+ * 2 waiting for the other ranks, 3 in an NCCL call all ranks make); for
+ * how long. */
 typedef struct rank_state {
   int rank, state;
   double ms;
@@ -96,9 +97,13 @@ static int ask(char **answers, int processes, int me, const char *mine)
 
 /* ------------------------------------------------------------- blame */
 
+/* How likely a rank in this state holds the others up: a call of its own
+ * most (the others most often wait for it), then an NCCL call all ranks
+ * make, then a wait of the programs' own for the other ranks. */
+static int suspicion(int state) { return state == 1 ? 3 : state == 3 ? 2 : 1; }
+
 /* The rank to blame among the lines in text (collect's form), kept in
- * *best: one in a call other than a wait, the longest; else the longest
- * waiter. */
+ * *best: the most suspect state, and in it the longest call. */
 static void blame(const char *text, rank_state *best)
 {
   for (const char *line = text; line && *line; line = strchr(line, '\n')) {
@@ -106,11 +111,11 @@ static void blame(const char *text, rank_state *best)
       line++;
     rank_state s = {0};
     if (sscanf(line, "%d %d %lf", &s.rank, &s.state, &s.ms) != 3 ||
-        s.state == 0)
+        s.state <= 0)
       continue;
-    int waits = s.state == 2, best_waits = best->state != 1;
-    if (best->state == 0 || waits < best_waits ||
-        (waits == best_waits && s.ms > best->ms))
+    int mine = suspicion(s.state);
+    int theirs = best->state > 0 ? suspicion(best->state) : 0;
+    if (mine > theirs || (mine == theirs && s.ms > best->ms))
       *best = s;
   }
 }

@@ -156,13 +156,18 @@ fault_cell() {
   elif [ "$action" = hangs ] && grep -qF "ncclsim: injected hang: $call on rank $r never returns" "$f.err"; then
     echo "hang $call $p $how $mode" >>"$INJECTED_LOG"
     want_status 3
-    want_err "$p: rank $r: in $call("
+    want_err "$p: rank $r: in ${call%_v2}("
     want_err "call has not returned after --timeout $FAULT_TIMEOUT s: ending the job (exit 3)"
-    # Every rank's line, in rank order, from one process.
+    # Every rank's line, in rank order, from one process; in pthread mode
+    # a hang in the setup, before the ranks' threads start, has only the
+    # main thread's (rank 0) and says so.
     local order want
     order=$(grep -oE "^$p: rank [0-9]+: in " "$f.err" | grep -oE '[0-9]+' | tr '\n' ' ')
     want=$(seq -s ' ' 0 $((n - 1)))' '
-    [ "$order" = "$want" ] || why+="rank lines '$order', wanted one per rank in order '$want'; "
+    if [ "$order" != "$want" ] && ! { [ "$mode" = pthread ] && [ "$order" = "0 " ] &&
+      grep -q "the ranks had not started: the job was still being set up" "$f.err"; }; then
+      why+="rank lines '$order', wanted one per rank in order '$want'; "
+    fi
     [ "$took" -le $(((FAULT_TIMEOUT + 8) * 1000)) ] ||
       why+="the job ended $took ms after the injection, more than --timeout $FAULT_TIMEOUT s + 8 s; "
   elif [ $makes = 1 ]; then
@@ -176,10 +181,12 @@ fault_cell() {
 }
 
 # The whole matrix: every injectable call fails on the first, a middle and
-# the last of 1, 2 and 8 ranks; a CUDA call, NCCL's bootstrap (the unique id,
-# communicator init) and window registration hang on the first, a middle
-# and the last of 1, 2, 4 and 8 ranks; both modes, both programs, lesson and
-# --bench, and the lesson with every rank on one GPU.
+# the last of 1, 2 and 8 ranks, and hangs on both of 2 ranks; a CUDA call,
+# NCCL's bootstrap (the unique id, communicator init) and window
+# registration also hang on the first, a middle and the last of 1, 4 and 8
+# ranks; both modes, both programs, lesson and --bench, and the lesson with
+# every rank on one GPU.
+FAULT_HANG_EVERYWHERE="cudaMemcpy ncclGetUniqueId ncclCommInitRank ncclCommInitRankConfig ncclCommWindowRegister"
 fault_matrix_cells() {
   local mode p how n r call
   for mode in pthread mpi; do
@@ -196,7 +203,8 @@ fault_matrix_cells() {
         for n in 1 2 4 8; do
           [ $how = shared ] && [ $n = 1 ] && continue
           for r in $(fault_ranks $n); do
-            for call in cudaMemcpy ncclGetUniqueId ncclCommInitRank ncclCommInitRankConfig ncclCommWindowRegister; do
+            for call in $(injectable_calls); do
+              [ $n = 2 ] || [[ " $FAULT_HANG_EVERYWHERE " == *" $call "* ]] || continue
               echo "hangs $mode $p $how $n $r $call"
             done
           done
@@ -206,24 +214,37 @@ fault_matrix_cells() {
   done
 }
 
-# `make test`'s subset (about 120 cells, under a minute): every call fails
-# once per program under pthread (rank 1 of 2, or rank 0 for what only rank
-# 0 does) and the --bench calls also on the last of 8 ranks; a handful
-# under MPI and on a shared GPU; each kind of hang once, over both modes
-# and programs, on the first, a middle or the last rank.
+# Where the subset makes CALL fail or hang: "HOW N R" (pthread; under MPI
+# the same with 2 ranks): rank 1 of 2 in the lesson, but --bench for the
+# calls only it makes and rank 0 for what only rank 0 (or the pthread
+# build's main thread) does.
+fault_subset_where() {
+  case $1 in
+    cudaMemcpyPeerAsync | cudaEvent* | cudaMalloc | cudaFree | cudaMemsetAsync | cudaStreamCreateWithFlags | cublas*) echo "bench 2 1" ;;
+    ncclGetUniqueId | cudaGetDeviceCount | cudaDeviceCanAccessPeer | ncclGetVersion) echo "lesson 2 0" ;;
+    *) echo "lesson 2 1" ;;
+  esac
+}
+
+# `make test`'s subset (about 260 cells, run in parallel): every call fails
+# once per program under pthread and the --bench calls also on the last of
+# 8 ranks; a handful under MPI and on a shared GPU; every call hangs once
+# per program and mode.
 fault_subset_cells() {
-  local p call i=0
+  local p call mode
   for p in $PROGRAMS; do
     for call in $(injectable_calls); do
       case $call in
         cudaMemcpyPeerAsync) echo "fails pthread $p bench 2 0 $call" ;;
-        ncclGetUniqueId | cudaGetDeviceCount | cudaDeviceCanAccessPeer | ncclGetVersion) echo "fails pthread $p lesson 2 0 $call" ;;
-        *) echo "fails pthread $p lesson 2 1 $call" ;;
+        *) echo "fails pthread $p $(fault_subset_where $call) $call" ;;
       esac
       case $call in
         cudaEvent* | cudaMalloc | cudaFree | cudaMemsetAsync | cudaStreamCreateWithFlags | cublas* | ncclCommInitRankConfig | cudaSetDevice)
           echo "fails pthread $p bench 8 7 $call" ;;
       esac
+      for mode in pthread mpi; do
+        echo "hangs $mode $p $(fault_subset_where $call) $call"
+      done
     done
     echo "fails mpi $p lesson 8 0 ncclMemAlloc"
     echo "fails mpi $p lesson 8 7 cudaSetDevice"
@@ -233,28 +254,73 @@ fault_subset_cells() {
     echo "fails pthread $p shared 8 4 ncclCommWindowRegister"
   done
   echo "hangs pthread allreduce_sm lesson 4 0 ncclGetUniqueId"
-  echo "hangs mpi allgather_ce bench 4 0 ncclGetUniqueId"
-  echo "hangs pthread allgather_ce lesson 1 0 cudaMemcpy"
   echo "hangs mpi allreduce_sm lesson 8 4 cudaMemcpy"
   echo "hangs pthread allreduce_sm bench 8 7 ncclCommInitRankConfig"
-  echo "hangs mpi allreduce_sm lesson 2 1 ncclCommInitRank"
-  echo "hangs pthread allgather_ce bench 2 1 ncclCommWindowRegister"
   echo "hangs mpi allgather_ce shared 4 3 ncclCommWindowRegister"
 }
 
+# fault_run_cells JOBS CELL...: runs the cells JOBS at a time (most of a
+# cell is waiting), each a case in a subshell of its own; their TAP lines
+# are printed in cell order and counted as this run's. The census of every
+# configuration the cells use is made first (the cells only read it).
+fault_run_cells() {
+  local jobs=$1 i=0 j line cell mode p how n start tap=$LOG/fault-tap
+  shift
+  local -a todo=()
+  for cell in "$@"; do
+    [ -z "$FILTER" ] || [[ $(fault_cell_name $cell) =~ $FILTER ]] && todo+=("$cell")
+  done
+  if [ -n "$LIST" ]; then
+    for cell in "${todo[@]}"; do fault_cell $cell; done
+    return 0
+  fi
+  [ ${#todo[@]} -gt 0 ] || return 0
+  rm -rf "$tap" && mkdir -p "$tap"
+  need programs-sim-pthread
+  [ $HAVE_MPI = 1 ] && need programs-sim-mpi
+  start=$(date +%s)
+  while read -r mode p how n; do
+    [ "$mode" = mpi ] && [ $HAVE_MPI = 0 ] && continue
+    (fault_census "$mode" "$p" "$how" "$n" >/dev/null 2>&1) </dev/null &
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
+  done < <(for cell in "${todo[@]}"; do echo "$cell" | cut -d' ' -f2-5; done | sort -u)
+  wait
+  echo "# census of $(ls "$CENSUS_DIR" 2>/dev/null | grep -c '\.txt$') configurations in $(($(date +%s) - start)) s"
+  for cell in "${todo[@]}"; do
+    i=$((i + 1))
+    (fault_cell $cell) >"$tap/$i" </dev/null &
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
+  done
+  wait
+  for ((j = 1; j <= i; j++)); do
+    # `end` in a subshell numbered its case 1; renumber, keep its detail lines.
+    while IFS= read -r line; do
+      case $line in
+        "ok 1 - "*" # SKIP "*) number=$((number + 1)) skipped=$((skipped + 1)); echo "ok $number - ${line#ok 1 - }" ;;
+        "ok 1 - "*) number=$((number + 1)) passed=$((passed + 1)); echo "ok $number - ${line#ok 1 - }" ;;
+        "not ok 1 - "*) number=$((number + 1)) failed=$((failed + 1)); echo "not ok $number - ${line#not ok 1 - }" ;;
+        *) echo "$line" ;;
+      esac
+    done <"$tap/$j"
+  done
+}
+
 # The check that makes the matrix mean something: every injectable call
-# was injected (made, failed, reported) in at least one cell that ran.
+# was failed and hung (made, injected, reported) in at least one cell that
+# ran.
 fault_every_call_injected() { # NAME
   begin "$1" || return 0
-  local call missing="" left_out=""
+  local call action missing="" left_out=""
   for call in $(injectable_calls); do
-    grep -q "^fail $call " "$INJECTED_LOG" 2>/dev/null && continue
-    # Only in cells this machine could not run (MPI missing): said, not failed.
-    if grep -qx "$call" "$SKIPPED_LOG" 2>/dev/null; then
-      left_out+="$call "
-    else
-      missing+="$call "
-    fi
+    for action in fail hang; do
+      grep -q "^$action $call " "$INJECTED_LOG" 2>/dev/null && continue
+      # Only in cells this machine could not run (MPI missing): said, not failed.
+      if grep -qx "$call" "$SKIPPED_LOG" 2>/dev/null; then
+        left_out+="$call ($action) "
+      else
+        missing+="$call ($action) "
+      fi
+    done
   done
   [ -z "$missing" ] || why+="never injected in a cell that ran: $missing; "
   end

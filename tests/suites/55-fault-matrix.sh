@@ -4,7 +4,5 @@
 . tests/lib/faults.sh
 
 mapfile -t cells < <(fault_subset_cells)
-for cell in "${cells[@]}"; do
-  fault_cell $cell
-done
+fault_run_cells $((2 * $(nproc))) "${cells[@]}"
 fault_every_call_injected faults/subset-injects-every-call
