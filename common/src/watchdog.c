@@ -49,12 +49,13 @@ static char *collect(int from, int n)
   for (int r = from; text != NULL && r < from + n; r++) {
     rank_state s = {.rank = r};
     s.state = call_in_progress(r, s.call, sizeof s.call, &s.ms);
-    if (s.state < 0)
-      continue; /* no thread of this process runs it (yet) */
     char *end = text + strlen(text);
     int head = snprintf(end, line_chars, "%d %d %.0f\trank %d: ", r, s.state,
                         s.ms, r);
-    if (s.state == 0)
+    if (s.state < 0) /* its thread has returned, or not started */
+      snprintf(end + head, line_chars - (size_t)head, "in no call: no thread"
+               " runs it now (not started, or done)\n");
+    else if (s.state == 0)
       snprintf(end + head, line_chars - (size_t)head, "in no watched call\n");
     else
       snprintf(end + head, line_chars - (size_t)head, "in %s%s for %.1f s\n",

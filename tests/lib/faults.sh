@@ -220,7 +220,9 @@ fault_matrix_cells() {
 # build's main thread) does.
 fault_subset_where() {
   case $1 in
-    cudaMemcpyPeerAsync | cudaEvent* | cudaMalloc | cudaFree | cudaMemsetAsync | cudaStreamCreateWithFlags | cublas*) echo "bench 2 1" ;;
+    cudaEvent* | cudaMalloc | cudaFree | cudaMemsetAsync | cudaStreamCreateWithFlags | cublas*) echo "bench 2 1" ;;
+    cudaMemcpyPeerAsync) echo "bench 2 0" ;;
+    cudaDeviceGetAttribute) echo "shared 2 0" ;; # fitting the kernels to a shared GPU
     ncclGetUniqueId | cudaGetDeviceCount | cudaDeviceCanAccessPeer | ncclGetVersion) echo "lesson 2 0" ;;
     *) echo "lesson 2 1" ;;
   esac
@@ -235,7 +237,7 @@ fault_subset_cells() {
   for p in $PROGRAMS; do
     for call in $(injectable_calls); do
       case $call in
-        cudaMemcpyPeerAsync) echo "fails pthread $p bench 2 0 $call" ;;
+        cudaDeviceGetAttribute) echo "fails pthread $p lesson 2 1 $call" ;;
         *) echo "fails pthread $p $(fault_subset_where $call) $call" ;;
       esac
       case $call in

@@ -16,10 +16,12 @@
 
 #define GEMM_N 4096 /* SGEMM of GEMM_N^3 */
 
-/* Like CUDACHECK, for cuBLAS calls. */
+/* Like CUDACHECK, for cuBLAS calls (watched the same way). */
 #define CUBLASCHECK(call)                                                      \
   do {                                                                         \
+    call_begin(#call, __FILE__, __LINE__);                                     \
     cublasStatus_t st_ = (call);                                               \
+    call_end();                                                                \
     if (st_ != CUBLAS_STATUS_SUCCESS) {                                        \
       char text_[32];                                                          \
       snprintf(text_, sizeof text_, "cuBLAS status %d", (int)st_);             \
