@@ -404,8 +404,7 @@ static void fact_properties(const fact *f, ncclComm_t comm, int rank,
   query_fn query = NULL;
   *(void **)&query = dlsym(RTLD_DEFAULT, "ncclCommQueryProperties");
   if (query == NULL || loaded < 23000) {
-    note(o->na, sizeof o->na,
-         "%s; the probe knows the layout of NCCL 2.30",
+    note(o->na, sizeof o->na, "%s; the probe knows the layout of NCCL 2.30",
          query ? "this NCCL is older than 2.30"
                : "this NCCL's library has no ncclCommQueryProperties");
     return;
@@ -455,8 +454,8 @@ static const fact facts[] = {
      "cta.config-zero", 2, 1, fact_what_ran},
     {"cta.env-EFFICIENCY", "the same with NCCL_CTA_POLICY=EFFICIENCY",
      "NCCL_CTA_POLICY=EFFICIENCY", "cta.config-zero", 2, 1, fact_what_ran},
-    {"comm.properties", "ncclCommQueryProperties (NCCL >= 2.29)", NULL, NULL,
-     1, 0, fact_properties},
+    {"comm.properties", "ncclCommQueryProperties (NCCL >= 2.29)", NULL, NULL, 1,
+     0, fact_properties},
 };
 #define NFACTS (sizeof facts / sizeof facts[0])
 

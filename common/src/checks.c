@@ -90,10 +90,12 @@ static void begin(const char *call, const char *file, int line, int kind)
 static int nccl_collective(const char *call)
 {
   static const char *const names[] = {
-      "ncclCommInitRank", "ncclCommInitAll",         "ncclCommWindowRegister",
-      "ncclCommWindowDeregister", "ncclCommFinalize", "ncclCommDestroy",
-      "ncclAllReduce",    "ncclAllGather",           "ncclBroadcast",
-      "ncclReduce",       "ncclReduceScatter",       "ncclGroupEnd"};
+      "ncclCommInitRank",       "ncclCommInitAll",
+      "ncclCommWindowRegister", "ncclCommWindowDeregister",
+      "ncclCommFinalize",       "ncclCommDestroy",
+      "ncclAllReduce",          "ncclAllGather",
+      "ncclBroadcast",          "ncclReduce",
+      "ncclReduceScatter",      "ncclGroupEnd"};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
     if (strncmp(call, names[i], strlen(names[i])) == 0)
       return 1;

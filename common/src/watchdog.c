@@ -50,10 +50,11 @@ static char *collect(int from, int n)
     rank_state s = {.rank = r};
     s.state = call_in_progress(r, s.call, sizeof s.call, &s.ms);
     char *end = text + strlen(text);
-    int head = snprintf(end, line_chars, "%d %d %.0f\trank %d: ", r, s.state,
-                        s.ms, r);
+    int head =
+        snprintf(end, line_chars, "%d %d %.0f\trank %d: ", r, s.state, s.ms, r);
     if (s.state < 0) /* its thread has returned, or not started */
-      snprintf(end + head, line_chars - (size_t)head, "in no call: no thread"
+      snprintf(end + head, line_chars - (size_t)head,
+               "in no call: no thread"
                " runs it now (not started, or done)\n");
     else if (s.state == 0)
       snprintf(end + head, line_chars - (size_t)head, "in no watched call\n");
@@ -192,8 +193,7 @@ static int limit_passed(int from, int n)
   for (int r = from; r < from + n; r++) {
     char call[CALL_CHARS];
     double ms = 0;
-    if (call_in_progress(r, call, sizeof call, &ms) > 0 &&
-        ms >= limit_s * 1e3)
+    if (call_in_progress(r, call, sizeof call, &ms) > 0 && ms >= limit_s * 1e3)
       return 1;
   }
   return 0;

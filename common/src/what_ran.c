@@ -55,7 +55,7 @@ enum what_class what_ran_describe(const engine_work *w, int nranks, char *buf,
   if (nranks == 1) {
     if (w->kernels == 0)
       text_add(buf, size, "a local copy (%ld cop%s, 0 kernels)", w->copies,
-          w->copies == 1 ? "y" : "ies");
+               w->copies == 1 ? "y" : "ies");
     else {
       text_add(buf, size, "a local kernel (");
       add_names(buf, size, w);
@@ -65,7 +65,7 @@ enum what_class what_ran_describe(const engine_work *w, int nranks, char *buf,
   }
   if (w->kernels == 0) {
     text_add(buf, size, "on the copy engines: 0 kernels, %ld cop%s", w->copies,
-        w->copies == 1 ? "y" : "ies");
+             w->copies == 1 ? "y" : "ies");
     return RAN_COPY_ENGINE;
   }
   int symmetric = 0, nccl = 0;
@@ -176,8 +176,8 @@ static void add_causes(char *buf, size_t size, int n, const rank_facts *facts,
   const size_t start = strlen(buf);
   if (n == 1) {
     text_add(buf, size,
-        "one rank: NCCL copies locally and never uses symmetric kernels or"
-        " the copy engines; run 2 or more ranks");
+             "one rank: NCCL copies locally and never uses symmetric kernels or"
+             " the copy engines; run 2 or more ranks");
     return;
   }
   int *in = host_calloc((size_t)n, sizeof *in);
@@ -188,38 +188,39 @@ static void add_causes(char *buf, size_t size, int n, const rank_facts *facts,
     text_add(buf, size, "NULL windows on ");
     add_ranks(buf, size, in, n);
     text_add(buf, size,
-        ": NCCL registered no window"
-        " (NCCL_DEBUG=INFO: NCCL's INIT log says why)");
+             ": NCCL registered no window"
+             " (NCCL_DEBUG=INFO: NCCL's INIT log says why)");
   }
   /* Variables that take windows away, read as NCCL reads them; what each
    * did is recorded in docs/facts (tools/nccl_facts). */
   const int nccl = facts[0].nccl;
   if (nccl_int_variable("NCCL_WIN_ENABLE", 1) == 0)
     text_add(buf, size, "%sNCCL_WIN_ENABLE=%s is set (0 for NCCL)",
-        strlen(buf) > start ? "; " : "", getenv("NCCL_WIN_ENABLE"));
+             strlen(buf) > start ? "; " : "", getenv("NCCL_WIN_ENABLE"));
   if (nccl_int_variable("NCCL_CUMEM_ENABLE", 1) == 0)
     text_add(buf, size,
-        "%sNCCL_CUMEM_ENABLE=%s is set (0 for NCCL; windows need CUDA"
-        " virtual memory)",
-        strlen(buf) > start ? "; " : "", getenv("NCCL_CUMEM_ENABLE"));
+             "%sNCCL_CUMEM_ENABLE=%s is set (0 for NCCL; windows need CUDA"
+             " virtual memory)",
+             strlen(buf) > start ? "; " : "", getenv("NCCL_CUMEM_ENABLE"));
   if (nccl > 0 && nccl < NCCL_VERSION(2, 29, 0) &&
       nccl_int_variable("NCCL_LOCAL_REGISTER", 1) == 0)
     text_add(buf, size,
-        "%sNCCL_LOCAL_REGISTER=%s is set (0 for NCCL; NCCL 2.28.3 then"
-        " hands back NULL windows)",
-        strlen(buf) > start ? "; " : "", getenv("NCCL_LOCAL_REGISTER"));
+             "%sNCCL_LOCAL_REGISTER=%s is set (0 for NCCL; NCCL 2.28.3 then"
+             " hands back NULL windows)",
+             strlen(buf) > start ? "; " : "", getenv("NCCL_LOCAL_REGISTER"));
   /* NCCL_CTA_POLICY replaces config.CTAPolicy when it sets a policy. */
   const char *cta_text = getenv("NCCL_CTA_POLICY");
   int cta = 0;
   if (want_ce && nccl > 0 && nccl_env_cta_policy(cta_text, nccl, &cta) &&
       !(cta & 2))
     text_add(buf, size,
-        "%sNCCL_CTA_POLICY=%s replaces config.CTAPolicy: the loaded NCCL"
-        " reads it as %d, without ZERO (2)",
-        strlen(buf) > start ? "; " : "", cta_text, cta);
+             "%sNCCL_CTA_POLICY=%s replaces config.CTAPolicy: the loaded NCCL"
+             " reads it as %d, without ZERO (2)",
+             strlen(buf) > start ? "; " : "", cta_text, cta);
   int driver = facts[0].driver;
   if (want_ce && driver > 0 && driver < 12050)
-    text_add(buf, size, "%sthe CUDA driver is %d.%d; the copy engines need >= 12.5",
+    text_add(
+        buf, size, "%sthe CUDA driver is %d.%d; the copy engines need >= 12.5",
         strlen(buf) > start ? "; " : "", driver / 1000, driver % 1000 / 10);
   int hosts = 0;
   for (int r = 0; r < n; r++) {
@@ -236,36 +237,40 @@ static void add_causes(char *buf, size_t size, int n, const rank_facts *facts,
   const char *by = getenv("NCCL_HOSTID") != NULL ? " (by NCCL_HOSTID)" : "";
   if (hosts > 1 && want_ce && nccl >= NCCL_VERSION(2, 30, 0))
     text_add(buf, size,
-        "%sthe ranks are on %d hosts%s: NCCL %s uses the copy engines only"
-        " within one NVLink domain (one node, or one multi-node NVLink"
-        " system)",
-        strlen(buf) > start ? "; " : "", hosts, by, version);
+             "%sthe ranks are on %d hosts%s: NCCL %s uses the copy engines only"
+             " within one NVLink domain (one node, or one multi-node NVLink"
+             " system)",
+             strlen(buf) > start ? "; " : "", hosts, by, version);
   else if (hosts > 1 && want_ce && nccl > 0)
     text_add(buf, size,
-        "%sthe ranks are on %d hosts%s: NCCL %s uses the copy engines only"
-        " within one node (NCCL 2.30 adds multi-node NVLink systems)",
-        strlen(buf) > start ? "; " : "", hosts, by, version);
+             "%sthe ranks are on %d hosts%s: NCCL %s uses the copy engines only"
+             " within one node (NCCL 2.30 adds multi-node NVLink systems)",
+             strlen(buf) > start ? "; " : "", hosts, by, version);
   else if (hosts > 1)
-    text_add(buf, size,
+    text_add(
+        buf, size,
         "%sthe ranks are on %d hosts%s: NCCL needs them in one NVLink domain",
         strlen(buf) > start ? "; " : "", hosts, by);
   /* CUDA P2P from each rank's GPU to rank 0's, on rank 0's host. */
   for (int r = 1; r < n; r++)
     if (facts[r].p2p_to_first == 0) {
       text_add(buf, size, "%sGPUs %d and %d have no CUDA P2P access",
-          strlen(buf) > start ? "; " : "", facts[0].device, facts[r].device);
+               strlen(buf) > start ? "; " : "", facts[0].device,
+               facts[r].device);
       break; /* one such pair says enough */
     }
   free(in);
   if (strlen(buf) == start && nccl > 0 && nccl < NCCL_VERSION(2, 29, 0))
-    text_add(buf, size,
+    text_add(
+        buf, size,
         "no known cause found, and the windows prove nothing: NCCL %s hands"
         " back windows it cannot use symmetrically (2.28.3 did for a buffer"
         " 256 bytes into an allocation: docs/facts) (NCCL_DEBUG=INFO"
         " NCCL_DEBUG_SUBSYS=TUNING shows NCCL's choice on rank 0)",
         version);
   else if (strlen(buf) == start)
-    text_add(buf, size,
+    text_add(
+        buf, size,
         "no known cause found (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING shows"
         " NCCL's choice on rank 0)");
 }
@@ -287,7 +292,8 @@ void what_ran_format(const char *collective, int want_ce, int n,
                                text[r], sizeof text[r]);
   if (n == 1)
     text_add(out, size,
-        "What ran: one rank: NCCL did %s, nothing was communicated\n", text[0]);
+             "What ran: one rank: NCCL did %s, nothing was communicated\n",
+             text[0]);
   else {
     text_add(out, size, "What ran: %s ran ", collective);
     int *done = host_calloc((size_t)n, sizeof *done);
@@ -298,7 +304,7 @@ void what_ran_format(const char *collective, int want_ce, int n,
       for (int q = r; q < n; q++)
         members += in[q] = !done[q] && strcmp(text[q], text[r]) == 0;
       text_add(out, size, "%s%s on ", groups++ ? "; " : "",
-          text[r][0] ? text[r] : "nothing measured");
+               text[r][0] ? text[r] : "nothing measured");
       if (members == n)
         text_add(out, size, "every rank");
       else
@@ -316,7 +322,7 @@ void what_ran_format(const char *collective, int want_ce, int n,
     all_as_wanted &= cls[r] == want;
   if (!all_as_wanted) {
     text_add(out, size, "%s: ",
-        want_ce ? "Why not the copy engines" : "Why no symmetric kernel");
+             want_ce ? "Why not the copy engines" : "Why no symmetric kernel");
     add_causes(out, size, n, facts, want_ce);
     text_add(out, size, "\n");
   }

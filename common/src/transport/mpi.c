@@ -47,8 +47,8 @@ static _Noreturn void fail_mpi(const char *file, int line, const char *call,
 /* Known from transport_start on, so that the watchdog's thread can ask
  * without calling MPI. */
 static int my_process, processes = 1;
-static int thread_multiple;    /* MPI_THREAD_MULTIPLE was provided */
-static pthread_t main_thread;  /* the thread that called MPI_Init_thread */
+static int thread_multiple;   /* MPI_THREAD_MULTIPLE was provided */
+static pthread_t main_thread; /* the thread that called MPI_Init_thread */
 
 /* MPI_COMM_WORLD holds everything: ranks get no run_state (ctx->run). */
 
@@ -65,21 +65,20 @@ void all_ranks_gather_at(const rank_ctx *ctx, const void *mine, size_t size,
 {
   (void)ctx;
   MPI_WAIT_CHECK("all_ranks_gather", file, line,
-                 MPI_Gather(mine, (int)size, MPI_BYTE, all, (int)size,
-                            MPI_BYTE, 0, MPI_COMM_WORLD));
+                 MPI_Gather(mine, (int)size, MPI_BYTE, all, (int)size, MPI_BYTE,
+                            0, MPI_COMM_WORLD));
 }
 
 static int worst_at(const char *name, int value, const char *file, int line)
 {
   int max = value;
-  MPI_WAIT_CHECK(name, file, line,
-                 MPI_Allreduce(&value, &max, 1, MPI_INT, MPI_MAX,
-                               MPI_COMM_WORLD));
+  MPI_WAIT_CHECK(
+      name, file, line,
+      MPI_Allreduce(&value, &max, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
   return max;
 }
 
-int all_ranks_max_at(const rank_ctx *ctx, int value, const char *file,
-                     int line)
+int all_ranks_max_at(const rank_ctx *ctx, int value, const char *file, int line)
 {
   (void)ctx;
   return worst_at("all_ranks_max", value, file, line);

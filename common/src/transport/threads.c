@@ -66,8 +66,7 @@ void all_ranks_gather_at(const rank_ctx *ctx, const void *mine, size_t size,
   wait_all(run, "all_ranks_gather", file, line);
 }
 
-int all_ranks_max_at(const rank_ctx *ctx, int value, const char *file,
-                     int line)
+int all_ranks_max_at(const rank_ctx *ctx, int value, const char *file, int line)
 {
   run_state *run = ctx->run;
   run->values[ctx->rank] = value;
