@@ -217,3 +217,49 @@ assert all(r[0] == "a,b\"c\x27d" for r in rows[1:]), [r[0] for r in rows[1:]]
   fi
 done
 
+
+# ------------------------------------- side by side with nccl-tests
+# tools/compare_nccl_tests.py on recorded stand-ins (tests/data/compare):
+# the verdicts the invented numbers call for, the overlap rows ignored.
+if begin "bench/compare-nccl-tests-recorded"; then
+  d=tests/data/compare
+  run python3 tools/compare_nccl_tests.py ./allgather_ce --ours $d/ours-1.csv --ours $d/ours-2.csv \
+    $(for m in ce sym plain; do for k in 1 2; do echo "--theirs $m:$d/$m-$k.txt"; done; done)
+  want_status 0
+  want_out "allgather_ce, 1 rank(s), mode ce <-> nccl-tests -R 2 -x 2"
+  want_out "     1048576       8.40            8.40        1.00x    2.4%  the same within the noise"
+  want_out "    67108864     201.00          150.50        1.34x    1.0%  this bench 33.6% slower"
+  want_out "    67108864      33.20           40.10        0.83x    1.2%  this bench 17.2% faster"
+  ! grep -q overlap "$f.out" || why+="the overlap rows were read as a mode; "
+  end
+fi
+# Its run path, with a stand-in nccl-tests whose copy-engine run hangs: the
+# simulated program and the other modes are compared, the hang is said.
+if begin "bench/compare-nccl-tests-run-one-hangs"; then
+  need programs-sim-pthread
+  fake=$TMPDIR/fake-nccl-tests && mkdir -p "$fake/build"
+  cat >"$fake/build/all_gather_perf" <<FAKE
+#!/bin/sh
+case " \$* " in
+  *" -x 2 "*) sleep 40 ;;
+  *" -R 2 "*) cat "$ROOT/tests/data/compare/sym-1.txt" ;;
+  *) cat "$ROOT/tests/data/compare/plain-1.txt" ;;
+esac
+FAKE
+  chmod +x "$fake/build/all_gather_perf"
+  SIM_DIR=$TMPDIR NCCL_TESTS_HOME=$fake run python3 tools/compare_nccl_tests.py "$B/sim-pthread/allgather_ce" \
+    -b 1M -e 64M -f 64 -w 1 -n 2 --repeat 1 --timeout 20
+  want_status 0
+  want_out "mode ce <-> nccl-tests -R 2 -x 2"
+  want_out "  no result from nccl-tests (hung or failed)"
+  want_err "all_gather_perf -b 1M -e 64M -f 64 -w 1 -n 2 -t 1 -g 1 -R 2 -x 2 ran past --timeout 20 s: killed"
+  [ "$(grep -c '^    67108864 .* n/a  this bench .* (one run each: noise not measured)$' "$f.out")" = 2 ] ||
+    why+="wanted the 64 MiB row of sym and plain, saying one run has no noise figure; "
+  end
+fi
+if begin "bench/compare-nccl-tests-usage"; then
+  NCCL_TESTS_HOME= run python3 tools/compare_nccl_tests.py ./allgather_ce
+  want_status 2
+  want_err "compare_nccl_tests: set NCCL_TESTS_HOME to an nccl-tests build"
+  end
+fi
