@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Turns a --bench CSV into a PNG: bandwidth against message size (log
 # scale), one curve per mode, with the copy roofline measured in the same
-# run. Bus bandwidth with several ranks; algorithm bandwidth with one (where
+# run; sizes that fit in the L2 cache are circled. Bus bandwidth with several ranks; algorithm bandwidth with one (where
 # bus bandwidth is 0 by definition). Needs gnuplot (Debian: gnuplot-nox)
 # and python3.
 #   tools/plot_bench.sh RESULTS.csv [OUT.png] [TITLE]
@@ -23,11 +23,12 @@ trap 'rm -rf "$tmp"' EXIT
 # $tmp/meta: program, ranks, bandwidth name, then one mode name per line.
 python3 - "$csv" "$tmp" <<'PYTHON' || exit 1
 import csv, math, sys
-# The headings --bench writes: today's, and the one before kernel_names
-# (docs/bench holds CSVs of both).
+# The headings --bench writes: today's (with in_l2), and the two before it
+# (docs/bench holds CSVs of those).
 BEFORE = ("program,ranks,mode,size_bytes,count,time_us,algbw_GBps,busbw_GBps,roof_GBps,pct_roof,"
           "engine,kernels,copies,speedup_vs_plain,coll_slowdown_pct,gemm_slowdown_pct").split(",")
-HEADINGS = (BEFORE + ["kernel_names"], BEFORE)
+TODAY = BEFORE[:9] + ["in_l2"] + BEFORE[9:] + ["kernel_names"]
+HEADINGS = (TODAY, BEFORE + ["kernel_names"], BEFORE)
 path, out = sys.argv[1], sys.argv[2]
 def refuse(why):
     sys.exit(f"plot_bench.sh: {path}: {why}")
@@ -52,7 +53,7 @@ if not data:
 col = {name: i for i, name in enumerate(HEADING)}
 ranks = int(number(data[0][col["ranks"]], "ranks", 2))
 bw = "busbw_GBps" if ranks > 1 else "algbw_GBps"
-modes, curves, roof = [], {}, []
+modes, curves, roof, cached = [], {}, [], []
 for n, row in enumerate(data, start=2):
     if len(row) != len(HEADING):
         refuse(f"line {n} has {len(row)} cells, the heading {len(HEADING)}")
@@ -65,6 +66,8 @@ for n, row in enumerate(data, start=2):
         curves[mode] = []
     if row[col[bw]] != "":
         curves[mode].append((size, number(row[col[bw]], bw, n)))
+        if "in_l2" in col and row[col["in_l2"]] == "L2":
+            cached.append(curves[mode][-1])
     if mode == modes[0] and row[col["roof_GBps"]] != "":
         roof.append((size, number(row[col["roof_GBps"]], "roof_GBps", n)))
 for i, mode in enumerate(modes):
@@ -72,6 +75,8 @@ for i, mode in enumerate(modes):
         f.writelines(f"{s:.17g} {v:.17g}\n" for s, v in curves[mode])
 with open(f"{out}/roof.dat", "w") as f:
     f.writelines(f"{s:.17g} {v:.17g}\n" for s, v in roof)
+with open(f"{out}/l2.dat", "w") as f:  # the sizes that fit in the L2 cache
+    f.writelines(f"{s:.17g} {v:.17g}\n" for s, v in cached)
 with open(f"{out}/meta", "w") as f:
     name = "bus bandwidth (GB/s)" if ranks > 1 else "algorithm bandwidth (GB/s)"
     f.write("\n".join([clean(data[0][col["program"]]), str(ranks), name] + [clean(m) for m in modes]) + "\n")
@@ -86,6 +91,8 @@ for ((i = 3; i < ${#meta[@]}; i++)); do
   plot+="$(quote "$tmp/curve-$((i - 3)).dat") using 1:2 with linespoints title $(quote "${meta[i]}"), "
 done
 plot+="$(quote "$tmp/roof.dat") using 1:2 with lines dashtype 2 lc rgb 'gray40' title 'copy roofline'"
+[ -s "$tmp/l2.dat" ] &&
+  plot+=", $(quote "$tmp/l2.dat") using 1:2 with points pt 6 ps 2 lc rgb 'black' title 'fits in the L2 cache (its speed, not memory)'"
 title=${3:-"$program --bench, $ranks rank(s)"}
 title=$(printf '%s' "$title" | tr -d '\000-\037')
 gnuplot <<GNUPLOT

@@ -72,9 +72,12 @@ cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr,
     return cudaErrorUnknown;
   if (device < 0 || device >= visible_devices())
     return cudaErrorInvalidDevice;
-  if (attr != cudaDevAttrMultiProcessorCount)
+  if (attr == cudaDevAttrMultiProcessorCount)
+    *value = 132; /* an H200's */
+  else if (attr == cudaDevAttrL2CacheSize)
+    *value = (int)env_long("SIM_L2_BYTES", 50L << 20);
+  else
     return cudaErrorInvalidValue;
-  *value = 132;
   return cudaSuccess;
 }
 

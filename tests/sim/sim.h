@@ -27,6 +27,8 @@
  *   SIM_WRONG_RESULT=R[:I]  rank R's collective result is wrong at index I
  *   SIM_TIMEOUT_MS=T     how long a rank waits for its peers (default 10000)
  *   SIM_DRIVER_VERSION=V what cudaDriverGetVersion reports (default 13000)
+ *   SIM_L2_BYTES=N       the L2 cache size cudaDeviceGetAttribute reports
+ *                        (default 50 MiB)
  *   SIM_NO_P2P=1         no GPU pair has CUDA P2P access
  * Like NCCL >= 2.30, it lets several ranks of one communicator use one
  * device only with NCCL_MULTI_RANK_GPU_ENABLE set to a non-zero number and a

@@ -13,7 +13,8 @@ for variant in sim-pthread sim-mpi asan-pthread; do
       sim_run $variant $p $n --bench -b 1K -e 64K -f 4 -w 1 -i 2 --csv "$f.csv" --overlap
       want_status 0
       want_out "Benchmark results verified correctly"
-      want_out "# peak algbw / busbw (GB/s):"
+      # 1K to 64K all fit in the simulated 50 MiB L2: no peak is claimed.
+      want_out "# peak algbw / busbw: none, every size fits in the L2 cache"
       want_out "# overlap at 65536 B"
       rows=$(grep -cE '^ +[0-9]+ +[0-9]+ ' "$f.out")
       [ "$rows" = 4 ] || why+="$rows table rows, wanted 4 (1K 4K 16K 64K); "
@@ -261,5 +262,38 @@ if begin "bench/compare-nccl-tests-usage"; then
   NCCL_TESTS_HOME= run python3 tools/compare_nccl_tests.py ./allgather_ce
   want_status 2
   want_err "compare_nccl_tests: set NCCL_TESTS_HOME to an nccl-tests build"
+  end
+fi
+
+# ------------------------------------- sizes in the L2 cache, shared %roof
+# With a 1 MiB L2 (simulated), one rank's 64K and 256K AllReduce (send +
+# receive: 128K, 512K) fit and are marked; 1M and 4M (2M, 8M) do not, and
+# only they can be the peak.
+if begin "bench/sim-pthread/allreduce_sm-l2-marking"; then
+  SIM_L2_BYTES=1048576 sim_run sim-pthread allreduce_sm 1 --bench -b 64K -e 4M -f 4 -w 1 -i 2 --csv "$f.csv"
+  want_status 0
+  want_out "# L2: the size's buffers (every rank's on the GPU, and the roof's copy) fit in the 1 MiB L2 cache"
+  for size in 65536 262144; do
+    grep -qE "^ +$size +[0-9]+ +[0-9.]+ L2 \|" "$f.out" || why+="the $size row is not marked L2; "
+  done
+  for size in 1048576 4194304; do
+    grep -qE "^ +$size +[0-9]+ +[0-9.]+    \|" "$f.out" || why+="the $size row is marked, or missing; "
+  done
+  grep -qE "^# peak algbw / busbw \(GB/s\), among the sizes that do not fit in the L2 cache: sym [0-9.]+ / [0-9.]+ at (1048576|4194304) B, plain [0-9.]+ / [0-9.]+ at (1048576|4194304) B$" "$f.out" ||
+    why+="the peak line is not among the sizes outside the L2; "
+  [ "$(awk -F, 'NR > 1 && $10 == "L2"' "$f.csv" | wc -l)" = 4 ] || why+="wanted 4 CSV rows with in_l2 = L2; "
+  end
+fi
+# 4 ranks sharing one GPU: %roof is what the GPU moves for its 4 ranks
+# (busbw x 4) against the copy roofline, and the header says so.
+if begin "bench/sim-pthread/allgather_ce-shared-gpu-roof"; then
+  SIM_L2_BYTES=1048576 shared_run sim-pthread allgather_ce 4 1 23007 --bench -b 4M -e 4M -w 1 -i 2 --csv "$f.csv"
+  want_status 0
+  want_out "# %roof: busbw x 4 (what the GPU moves for its 4 ranks) / roof"
+  awk -F, 'NR > 1 && $9 > 0 {
+      checked++; want = 100 * $8 * 4 / $9; d = $11 - want; if (d < 0) d = -d
+      if (d > 0.01 + want / 100) { print "row " NR ": pct_roof " $11 ", busbw x 4 / roof " want; bad = 1 } }
+    END { if (checked != 3) { print checked + 0 " rows checked, wanted the 3 modes"; bad = 1 }; exit bad }' \
+    "$f.csv" >"$f.check" || why+="$(head -n 1 "$f.check"); "
   end
 fi

@@ -76,7 +76,8 @@ typedef struct mode {
   double register_ms; /* both registrations, slowest rank */
   double max_us;      /* time per operation at the largest size */
   double peak_algbw, peak_busbw;
-  size_t peak_bytes; /* where busbw peaked (algbw with one rank) */
+  size_t peak_bytes; /* where busbw peaked (algbw with one rank), among
+                        the sizes that do not fit in the L2 cache */
 } mode;
 
 /* What one size and mode measured; on rank 0, the worst over all ranks. */
@@ -107,6 +108,8 @@ typedef struct bench {
   int csv_is_stdout;         /* --csv names stdout's file: b->csv is stdout */
   int csv_errno;             /* why the first CSV write failed (0: none) */
   int roof_peer;             /* device the roofline copies to (rank 0 only) */
+  size_t l2_bytes;           /* L2 cache of rank 0's GPU */
+  int ranks_per_gpu;         /* ranks on rank 0's GPU: 1, or more sharing it */
   void *roof_src, *roof_dst; /* its buffers, at the largest size */
 } bench;
 
@@ -163,6 +166,7 @@ void collective_op(void *arg);
 typedef struct row {
   const char *mode;
   size_t bytes, count;
+  char cache[4]; /* "L2": the size's buffers fit in the L2 cache */
   double us, algbw, busbw, roof, pct;
   char engine[8];
   char kernel_names[160];

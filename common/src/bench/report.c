@@ -47,6 +47,7 @@ static const column columns[] = {
     {"algbw_GBps", PER_MODE, NUMBER, F(algbw), "algbw", "%7s", "%7.1f", "%.3f"},
     {"busbw_GBps", PER_MODE, NUMBER, F(busbw), "busbw", "%7s", "%7.1f", "%.3f"},
     {"roof_GBps", LINE, NUMBER, F(roof), "roof", "%8s", "%8.1f", "%.3f"},
+    {"in_l2", LINE, TEXT, F(cache), "L2", "%2s", "%2s", "%s"},
     {"pct_roof", PER_MODE, NUMBER, F(pct), "%roof", "%5s", "%5.1f", "%.2f"},
     {"engine", PER_MODE, TEXT, F(engine), "engine", "%-6s", "%-6s", "%s"},
     {"kernels", CSV_ONLY, NUMBER, F(kernels), "", "", "", "%.0f"},
@@ -200,12 +201,26 @@ void report_header(bench *b)
                      " GPU time-slices between processes, so these times"
                      " measure that, not NCCL (the pthread build measures)\n",
                ctx->nranks, ctx->ngpus);
+  if (b->ranks_per_gpu > 1)
+    print_root(ctx,
+               "# %%roof: busbw x %d (what the GPU moves for its %d ranks) /"
+               " roof; engine (CUPTI, each rank's own work): CE = copies only;"
+               " SYM = NCCL's symmetric kernel; SM = other kernels; copy ="
+               " one rank's local copy; mixed = the ranks differ (CSV:"
+               " kernel_names)\n",
+               b->ranks_per_gpu, b->ranks_per_gpu);
+  else
+    print_root(ctx,
+               "# %%roof: %s / roof; engine (CUPTI, each rank's own work): CE"
+               " = copies only; SYM = NCCL's symmetric kernel; SM = other"
+               " kernels; copy = one rank's local copy; mixed = the ranks"
+               " differ (CSV: kernel_names)\n",
+               ctx->nranks == 1 ? "algbw" : "busbw");
   print_root(ctx,
-             "# %%roof: %s / roof; engine (CUPTI, each rank's own work): CE ="
-             " copies only; SYM = NCCL's symmetric kernel; SM = other kernels;"
-             " copy = one rank's local copy; mixed = the ranks differ (CSV:"
-             " kernel_names)\n",
-             ctx->nranks == 1 ? "algbw" : "busbw");
+             "# L2: the size's buffers (every rank's on the GPU, and the"
+             " roof's copy) fit in the %zu MiB L2 cache: times there are the"
+             " cache's, not memory's\n",
+             b->l2_bytes >> 20);
   print_table_line(b, NULL);
   if (b->csv)
     report_csv_line(b, NULL);
@@ -216,6 +231,11 @@ void report_size(bench *b, size_t bytes, size_t count, double roof_us,
 {
   const int n = b->ctx->nranks;
   double roof = roof_us > 0 ? bytes / roof_us / 1e3 : 0;
+  /* Bytes the size touches on the GPU: each of its ranks' send and
+   * receive buffers; the roof's copy, a source and a destination. */
+  const size_t send = count * sizeof(float);
+  const int in_l2 = (size_t)b->ranks_per_gpu * (send + bytes) <= b->l2_bytes ||
+                    2 * bytes <= b->l2_bytes;
   const result *base = &res[b->nmodes - 1];
   for (int i = 0; i < b->nmodes; i++) {
     double algbw = bytes / res[i].us / 1e3;
@@ -228,13 +248,17 @@ void report_size(bench *b, size_t bytes, size_t count, double roof_us,
         .algbw = algbw,
         .busbw = busbw,
         .roof = roof,
-        .pct = roof > 0 ? 100 * (n == 1 ? algbw : busbw) / roof : 0,
+        .pct = roof > 0 ? 100 *
+                              (n == 1 ? algbw : busbw * b->ranks_per_gpu) /
+                              roof
+                        : 0,
         .kernels = (double)res[i].kernels,
         .copies = (double)res[i].copies,
         .speedup = base->us / res[i].us,
         .coll_slowdown = NAN,
         .gemm_slowdown = NAN,
     };
+    snprintf(rows[i].cache, sizeof rows[i].cache, "%s", in_l2 ? "L2" : "");
     snprintf(rows[i].engine, sizeof rows[i].engine, "%s", res[i].engine);
     snprintf(rows[i].kernel_names, sizeof rows[i].kernel_names, "%s",
              res[i].kernel_names);

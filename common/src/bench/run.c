@@ -24,6 +24,8 @@ static int open_csv(bench *b)
  * the algorithm bandwidth is the one that compares with the roofline. */
 static void track_peak(mode *m, const row *r, int nranks)
 {
+  if (r->cache[0] != '\0')
+    return; /* the L2 cache's speed, not memory's */
   double bw = nranks == 1 ? r->algbw : r->busbw;
   double peak = nranks == 1 ? m->peak_algbw : m->peak_busbw;
   if (bw > peak) {
@@ -59,12 +61,18 @@ static int bench_size(bench *b, size_t bytes, size_t count)
 static void print_summary(const bench *b)
 {
   const rank_ctx *ctx = b->ctx;
-  print_root(ctx, "# peak algbw / busbw (GB/s):");
-  for (int i = 0; i < b->nmodes; i++)
-    print_root(ctx, "%s %s %.1f / %.1f at %zu B", i ? "," : "",
-               b->modes[i].spec->name, b->modes[i].peak_algbw,
-               b->modes[i].peak_busbw, b->modes[i].peak_bytes);
-  print_root(ctx, "\n");
+  if (b->modes[0].peak_bytes == 0) {
+    print_root(ctx, "# peak algbw / busbw: none, every size fits in the L2"
+                    " cache\n");
+  } else {
+    print_root(ctx, "# peak algbw / busbw (GB/s), among the sizes that do not"
+                    " fit in the L2 cache:");
+    for (int i = 0; i < b->nmodes; i++)
+      print_root(ctx, "%s %s %.1f / %.1f at %zu B", i ? "," : "",
+                 b->modes[i].spec->name, b->modes[i].peak_algbw,
+                 b->modes[i].peak_busbw, b->modes[i].peak_bytes);
+    print_root(ctx, "\n");
+  }
   print_root(ctx, "# setup (slowest rank):");
   for (int i = 0; i < b->coll->ncomms; i++)
     print_root(ctx, "%s %s %.1f ms", i ? "," : "", b->coll->comms[i].label,
@@ -93,6 +101,13 @@ int run_bench(const rank_ctx *ctx, enum bench_collective collective)
   size_t max_result = b.coll->result_count(b.max_count, ctx->nranks);
 
   CUDACHECK(cudaSetDevice(ctx->device));
+  /* Sizes whose buffers fit in the L2 cache are timed against the cache:
+   * the table marks them. Ranks sharing a GPU (one node) share its L2. */
+  int l2 = 0;
+  CUDACHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, ctx->device));
+  b.l2_bytes = l2 > 0 ? (size_t)l2 : 0;
+  b.ranks_per_gpu =
+      ctx->gpu_shared ? (ctx->nranks + ctx->ngpus - 1) / ctx->ngpus : 1;
   /* Non-blocking streams: work on them never waits for the legacy default
    * stream, which another rank sharing this GPU might be using. */
   CUDACHECK(cudaStreamCreateWithFlags(&b.stream, cudaStreamNonBlocking));
