@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Turns a --bench CSV into a PNG: bandwidth against message size (log
 # scale), one curve per mode, with the copy roofline measured in the same
-# run; sizes that fit in the L2 cache are circled. Bus bandwidth with several ranks; algorithm bandwidth with one (where
+# run; the loops' spread as error bars, and the sizes that fit in the L2
+# cache circled. Bus bandwidth with several ranks; algorithm bandwidth with one (where
 # bus bandwidth is 0 by definition). Needs gnuplot (Debian: gnuplot-nox)
 # and python3.
 #   tools/plot_bench.sh RESULTS.csv [OUT.png] [TITLE]
@@ -27,7 +28,8 @@ import csv, math, sys
 # (docs/bench holds CSVs of those).
 BEFORE = ("program,ranks,mode,size_bytes,count,time_us,algbw_GBps,busbw_GBps,roof_GBps,pct_roof,"
           "engine,kernels,copies,speedup_vs_plain,coll_slowdown_pct,gemm_slowdown_pct").split(",")
-TODAY = BEFORE[:9] + ["in_l2"] + BEFORE[9:] + ["kernel_names"]
+TODAY = (BEFORE[:6] + ["spread_pct", "time_min_us", "time_max_us"] + BEFORE[6:9] + ["in_l2"]
+         + BEFORE[9:14] + ["speedup_in_noise"] + BEFORE[14:] + ["kernel_names"])
 HEADINGS = (TODAY, BEFORE + ["kernel_names"], BEFORE)
 path, out = sys.argv[1], sys.argv[2]
 def refuse(why):
@@ -65,14 +67,24 @@ for n, row in enumerate(data, start=2):
         modes.append(mode)
         curves[mode] = []
     if row[col[bw]] != "":
-        curves[mode].append((size, number(row[col[bw]], bw, n)))
+        value = number(row[col[bw]], bw, n)
+        # The loops' spread as a range of bandwidth: bw x median / slowest
+        # to bw x median / fastest (no range in older CSVs).
+        low = high = value
+        if "time_min_us" in col and row[col["time_min_us"]] != "":
+            median = number(row[col["time_us"]], "time_us", n)
+            fastest = number(row[col["time_min_us"]], "time_min_us", n)
+            slowest = number(row[col["time_max_us"]], "time_max_us", n)
+            if fastest > 0 and slowest > 0:
+                low, high = value * median / slowest, value * median / fastest
+        curves[mode].append((size, value, low, high))
         if "in_l2" in col and row[col["in_l2"]] == "L2":
-            cached.append(curves[mode][-1])
+            cached.append(curves[mode][-1][:2])
     if mode == modes[0] and row[col["roof_GBps"]] != "":
         roof.append((size, number(row[col["roof_GBps"]], "roof_GBps", n)))
 for i, mode in enumerate(modes):
     with open(f"{out}/curve-{i}.dat", "w") as f:
-        f.writelines(f"{s:.17g} {v:.17g}\n" for s, v in curves[mode])
+        f.writelines(f"{s:.17g} {v:.17g} {lo:.17g} {hi:.17g}\n" for s, v, lo, hi in curves[mode])
 with open(f"{out}/roof.dat", "w") as f:
     f.writelines(f"{s:.17g} {v:.17g}\n" for s, v in roof)
 with open(f"{out}/l2.dat", "w") as f:  # the sizes that fit in the L2 cache
@@ -88,7 +100,7 @@ mapfile -t meta <"$tmp/meta"
 program=${meta[0]} ranks=${meta[1]} bw_name=${meta[2]}
 plot=""
 for ((i = 3; i < ${#meta[@]}; i++)); do
-  plot+="$(quote "$tmp/curve-$((i - 3)).dat") using 1:2 with linespoints title $(quote "${meta[i]}"), "
+  plot+="$(quote "$tmp/curve-$((i - 3)).dat") using 1:2:3:4 with yerrorlines title $(quote "${meta[i]}"), "
 done
 plot+="$(quote "$tmp/roof.dat") using 1:2 with lines dashtype 2 lc rgb 'gray40' title 'copy roofline'"
 [ -s "$tmp/l2.dat" ] &&

@@ -19,6 +19,7 @@ typedef struct example_options {
   size_t min_bytes, max_bytes; /* -b, -e: message sizes, bytes */
   unsigned factor;             /* -f: next size = size * factor */
   int warmup, iters;           /* -w, -i: operations per size and mode */
+  int repeat;                  /* -r: the -i operations in this many loops */
   const char *csv;             /* --csv FILE: rows also as CSV */
   int overlap;                 /* --overlap: SGEMM beside the collective */
   int timeout;                 /* --timeout S: the watchdog's limit, 0: none */
@@ -29,6 +30,7 @@ typedef struct example_options {
 #define BENCH_DEFAULT_FACTOR 4
 #define BENCH_DEFAULT_WARMUP 20
 #define BENCH_DEFAULT_ITERS  100
+#define BENCH_DEFAULT_REPEAT 5
 
 enum parse_result { PARSE_OK, PARSE_HELP, PARSE_BAD };
 

@@ -102,7 +102,7 @@ static int options_checksum(const example_options *o, enum parse_result r)
 {
   const unsigned long long values[] = {
       r,         o->count, o->bench,   o->min_bytes,   o->max_bytes, o->factor,
-      o->warmup, o->iters, o->overlap, o->csv != NULL, o->timeout};
+      o->warmup, o->iters, o->overlap, o->csv != NULL, o->timeout,   o->repeat};
   return (int)(hash_bytes(values, sizeof values) & 0x7fffffff);
 }
 

@@ -14,9 +14,9 @@ static void print_usage(FILE *out, const char *prog)
 {
   fprintf(
       out,
-      "Usage: %s [-n COUNT] [-h]\n"
+      "Usage: %s [-n COUNT] [--timeout SECONDS] [-h]\n"
       "       %s --bench [-b MIN] [-e MAX] [-f FACTOR] [-w WARMUP] [-i ITERS]\n"
-      "              [--csv FILE] [--overlap]\n"
+      "              [-r REPEAT] [--csv FILE] [--overlap] [--timeout SECONDS]\n"
       "  -n, --count COUNT  floats per rank (default %zu)\n"
       "  -h, --help         show this help and exit\n"
       "  --timeout SECONDS  end the job (exit 3) when one call has not\n"
@@ -27,12 +27,15 @@ static void print_usage(FILE *out, const char *prog)
       "                     suffixes allowed (default 1K and 1G)\n"
       "  -f FACTOR          size step, at least 2 (default %d)\n"
       "  -w, -i N           warm-up and timed operations per size (default %d, %d)\n"
+      "  -r, --repeat R     time the -i operations as R loops: the median loop\n"
+      "                     and the spread of all (default %d, at most -i)\n"
       "  --csv FILE         also write the rows as CSV\n"
       "  --overlap          also time an SGEMM loop running beside the collective\n"
       "Environment (pthread build): NTHREADS=N runs N ranks, one per GPU\n"
-      "(default: every visible GPU). MPI build: one rank per process.\n",
+      "(default: every visible GPU). MPI build: one rank per process. Ranks\n"
+      "may share GPUs with NCCL >= 2.30 and NCCL_MULTI_RANK_GPU_ENABLE=1.\n",
       prog, prog, DEFAULT_COUNT, WATCHDOG_DEFAULT_S, BENCH_DEFAULT_FACTOR,
-      BENCH_DEFAULT_WARMUP, BENCH_DEFAULT_ITERS);
+      BENCH_DEFAULT_WARMUP, BENCH_DEFAULT_ITERS, BENCH_DEFAULT_REPEAT);
 }
 
 /* Reports a bad option value; returns PARSE_BAD. */
@@ -121,6 +124,7 @@ enum parse_result parse_options(int argc, char *argv[], example_options *opts,
                                 int quiet)
 {
   enum { OPT_BENCH = 1000, OPT_CSV, OPT_OVERLAP, OPT_TIMEOUT };
+  int repeat_given = 0; /* -r: checked against -i once both are known */
   static const struct option longopts[] = {
       {"count", required_argument, NULL, 'n'},
       {"help", no_argument, NULL, 'h'},
@@ -128,6 +132,7 @@ enum parse_result parse_options(int argc, char *argv[], example_options *opts,
       {"csv", required_argument, NULL, OPT_CSV},
       {"overlap", no_argument, NULL, OPT_OVERLAP},
       {"timeout", required_argument, NULL, OPT_TIMEOUT},
+      {"repeat", required_argument, NULL, 'r'},
       {NULL, 0, NULL, 0},
   };
   set_program_name(argv[0]);
@@ -139,6 +144,7 @@ enum parse_result parse_options(int argc, char *argv[], example_options *opts,
       .factor = BENCH_DEFAULT_FACTOR,
       .warmup = BENCH_DEFAULT_WARMUP,
       .iters = BENCH_DEFAULT_ITERS,
+      .repeat = BENCH_DEFAULT_REPEAT,
       .timeout = WATCHDOG_DEFAULT_S,
   };
   const char *needs_bench = NULL; /* an option that only --bench uses */
@@ -147,7 +153,7 @@ enum parse_result parse_options(int argc, char *argv[], example_options *opts,
   opterr = 0; /* we print our own messages */
   optind = 1;
   int c;
-  while ((c = getopt_long(argc, argv, ":n:hb:e:f:w:i:", longopts, NULL)) !=
+  while ((c = getopt_long(argc, argv, ":n:hb:e:f:w:i:r:", longopts, NULL)) !=
          -1) {
     unsigned long long value;
     switch (c) {
@@ -193,6 +199,14 @@ enum parse_result parse_options(int argc, char *argv[], example_options *opts,
                          "use a whole number from 1 to 1000000");
       opts->iters = (int)value;
       needs_bench = "-i";
+      break;
+    case 'r':
+      if (parse_positive(optarg, 1000, &value) != 0)
+        return bad_value(opts, quiet, "-r", optarg,
+                         "use a whole number from 1 to 1000");
+      opts->repeat = (int)value;
+      repeat_given = 1;
+      needs_bench = "-r";
       break;
     case OPT_CSV:
       opts->csv = optarg;
@@ -242,6 +256,15 @@ enum parse_result parse_options(int argc, char *argv[], example_options *opts,
                   " the sizes from -b to -e\n");
       print_usage(stderr, opts->prog);
     }
+    return PARSE_BAD;
+  }
+  if (!repeat_given && opts->repeat > opts->iters)
+    opts->repeat = opts->iters; /* the default fits what -i allows */
+  if (opts->repeat > opts->iters) {
+    if (!quiet)
+      print_error("-r %d is more than -i %d: each of the %d timed loops needs"
+                  " at least one operation\n",
+                  opts->repeat, opts->iters, opts->repeat);
     return PARSE_BAD;
   }
   if (opts->min_bytes > opts->max_bytes) {

@@ -281,7 +281,8 @@ if begin "bench/sim-pthread/allreduce_sm-l2-marking"; then
   done
   grep -qE "^# peak algbw / busbw \(GB/s\), among the sizes that do not fit in the L2 cache: sym [0-9.]+ / [0-9.]+ at (1048576|4194304) B, plain [0-9.]+ / [0-9.]+ at (1048576|4194304) B$" "$f.out" ||
     why+="the peak line is not among the sizes outside the L2; "
-  [ "$(awk -F, 'NR > 1 && $10 == "L2"' "$f.csv" | wc -l)" = 4 ] || why+="wanted 4 CSV rows with in_l2 = L2; "
+  [ "$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i } NR > 1 && $c["in_l2"] == "L2"' "$f.csv" | wc -l)" = 4 ] ||
+    why+="wanted 4 CSV rows with in_l2 = L2; "
   end
 fi
 # 4 ranks sharing one GPU: %roof is what the GPU moves for its 4 ranks
@@ -290,10 +291,36 @@ if begin "bench/sim-pthread/allgather_ce-shared-gpu-roof"; then
   SIM_L2_BYTES=1048576 shared_run sim-pthread allgather_ce 4 1 23007 --bench -b 4M -e 4M -w 1 -i 2 --csv "$f.csv"
   want_status 0
   want_out "# %roof: busbw x 4 (what the GPU moves for its 4 ranks) / roof"
-  awk -F, 'NR > 1 && $9 > 0 {
-      checked++; want = 100 * $8 * 4 / $9; d = $11 - want; if (d < 0) d = -d
-      if (d > 0.01 + want / 100) { print "row " NR ": pct_roof " $11 ", busbw x 4 / roof " want; bad = 1 } }
+  awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+    $c["roof_GBps"] > 0 {
+      checked++; want = 100 * $c["busbw_GBps"] * 4 / $c["roof_GBps"]; d = $c["pct_roof"] - want; if (d < 0) d = -d
+      if (d > 0.01 + want / 100) { print "row " NR ": pct_roof " $c["pct_roof"] ", busbw x 4 / roof " want; bad = 1 } }
     END { if (checked != 3) { print checked + 0 " rows checked, wanted the 3 modes"; bad = 1 }; exit bad }' \
     "$f.csv" >"$f.check" || why+="$(head -n 1 "$f.check"); "
+  end
+fi
+
+# -r: the -i operations as loops; the median, the spread, and '~' on a
+# ratio whose modes' loops overlap. With one loop there is no spread, and a
+# ratio is never marked unless both times are equal.
+if begin "bench/sim-pthread/allgather_ce-repeat"; then
+  sim_run sim-pthread allgather_ce 2 --bench -b 64K -e 256K -f 4 -w 1 -i 6 -r 3 --csv "$f.csv"
+  want_status 0
+  want_out "6 timed + 1 warm-up operations per size and mode, timed as 3 loop(s)"
+  want_out "# time(us): the median loop's time per operation; spr%: (slowest - fastest loop) / median"
+  awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+    $c["time_min_us"] != "" {
+      t = $c["time_us"]; lo = $c["time_min_us"]; hi = $c["time_max_us"]; rows++
+      if (lo > t || t > hi) { print "row " NR ": median " t " outside " lo ".." hi; bad = 1 }
+      want = 100 * (hi - lo) / t; d = $c["spread_pct"] - want; if (d < 0) d = -d
+      if (d > 0.01 + want / 100) { print "row " NR ": spread_pct " $c["spread_pct"] ", wanted " want; bad = 1 } }
+    END { if (rows != 6) { print rows + 0 " rows, wanted 6"; bad = 1 }; exit bad }' "$f.csv" >"$f.check" ||
+    why+="$(head -n 1 "$f.check"); "
+  end
+fi
+if begin "bench/sim-pthread/allreduce_sm-repeat-more-than-iters"; then
+  sim_run sim-pthread allreduce_sm 1 --bench -i 2 -r 3
+  want_status 2
+  want_err "-r 3 is more than -i 2: each of the 3 timed loops needs at least one operation"
   end
 fi

@@ -82,7 +82,8 @@ typedef struct mode {
 
 /* What one size and mode measured; on rank 0, the worst over all ranks. */
 typedef struct result {
-  double us;              /* time per operation */
+  double us;              /* time per operation: the median loop's */
+  double us_min, us_max;  /* the fastest and slowest loop's */
   long kernels, copies;   /* most of any rank, per ATTRIBUTION_OPS operations;
                              -1: not known */
   char engine[8];         /* what ran on each rank: CE, SYM, SM, copy, none,
@@ -135,6 +136,11 @@ double time_per_op_us(cudaEvent_t start, cudaEvent_t stop, int iters);
 /* Collective: the largest value any rank passed, on rank 0. */
 double slowest(const rank_ctx *ctx, double value);
 
+/* The median of n values (sorts them). */
+double median_of(double *values, int n);
+/* (max - min) / median, as a percentage; 0 for a median of 0. */
+double spread_pct(double median, double min, double max);
+
 /* -------------------------------------------------------- roofline.c */
 
 /* Rank 0 allocates (before any communicator exists) and frees (after every
@@ -167,10 +173,14 @@ typedef struct row {
   const char *mode;
   size_t bytes, count;
   char cache[4]; /* "L2": the size's buffers fit in the L2 cache */
-  double us, algbw, busbw, roof, pct;
+  double us, us_min, us_max, spread; /* median loop, fastest, slowest, and
+                                        (max - min) / median in % */
+  double algbw, busbw, roof, pct;
   char engine[8];
   char kernel_names[160];
   double kernels, copies, speedup;
+  double in_noise; /* 1: the loops' ranges of this mode and the baseline
+                      overlap, so the speed-up is inside the noise */
   double coll_slowdown, gemm_slowdown;
 } row;
 

@@ -109,9 +109,24 @@ result measure(bench *b, const mode *m, size_t count)
   size_t total = b->coll->result_count(count, ctx->nranks);
   CUDACHECK(cudaMemsetAsync(m->recv, 0xff, total * sizeof(float), b->stream));
   coll_op op = {b, m, count};
-  time_ops(b->stream, b->start, b->stop, b->opts->warmup, b->opts->iters,
-           collective_op, &op);
-  res.us = slowest(ctx, time_per_op_us(b->start, b->stop, b->opts->iters));
+  /* The -i operations as -r loops (the first after the warm-up): the time
+   * is the median loop's, the spread that of all of them; each loop's time
+   * is its slowest rank's. */
+  const int loops = b->opts->repeat, iters = b->opts->iters;
+  double *us = host_calloc((size_t)loops, sizeof *us);
+  for (int k = 0; k < loops; k++) {
+    int n = iters / loops + (k < iters % loops);
+    time_ops(b->stream, b->start, b->stop, k == 0 ? b->opts->warmup : 0, n,
+             collective_op, &op);
+    us[k] = slowest(ctx, time_per_op_us(b->start, b->stop, n));
+  }
+  res.us = median_of(us, loops);
+  res.us_min = res.us_max = us[0];
+  for (int k = 1; k < loops; k++) {
+    res.us_min = us[k] < res.us_min ? us[k] : res.us_min;
+    res.us_max = us[k] > res.us_max ? us[k] : res.us_max;
+  }
+  free(us);
   res.wrong = all_ranks_max(ctx, result_is_wrong(b, m, count));
   attribute(b, m, count, &res);
   return res;

@@ -122,6 +122,9 @@ void measure_overlap(bench *b, size_t bytes, size_t count)
              .bytes = bytes,
              .count = count,
              .us = coll_with_us,
+             .us_min = NAN,
+             .us_max = NAN,
+             .spread = NAN,
              .algbw = NAN,
              .busbw = NAN,
              .roof = NAN,
@@ -129,6 +132,7 @@ void measure_overlap(bench *b, size_t bytes, size_t count)
              .kernels = NAN,
              .copies = NAN,
              .speedup = NAN,
+             .in_noise = NAN,
              .coll_slowdown = coll_slow,
              .gemm_slowdown = gemm_slow};
     if (ctx->rank == 0 && b->csv)

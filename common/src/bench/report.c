@@ -22,8 +22,9 @@
 enum place { LINE, PER_MODE, PER_RATIO, CSV_ONLY };
 /* What a cell holds: a row field (TEXT, a char array; SIZE; NUMBER, where
  * NaN is an empty CSV cell), or the program, the rank count or the mode's
- * name. */
-enum kind { TEXT, SIZE, NUMBER, PROGRAM, RANKS, MODE };
+ * name; RATIO is a NUMBER whose table cell starts with '~' when it is
+ * inside the noise. */
+enum kind { TEXT, SIZE, NUMBER, PROGRAM, RANKS, MODE, RATIO };
 
 typedef struct column {
   const char *csv; /* CSV heading */
@@ -44,6 +45,9 @@ static const column columns[] = {
     {"size_bytes", LINE, SIZE, F(bytes), "size(B)", "%12s", "%12zu", "%zu"},
     {"count", LINE, SIZE, F(count), "count", "%11s", "%11zu", "%zu"},
     {"time_us", PER_MODE, NUMBER, F(us), "time(us)", "%9s", "%9.2f", "%.3f"},
+    {"spread_pct", PER_MODE, NUMBER, F(spread), "spr%", "%4s", "%4.0f", "%.2f"},
+    {"time_min_us", CSV_ONLY, NUMBER, F(us_min), "", "", "", "%.3f"},
+    {"time_max_us", CSV_ONLY, NUMBER, F(us_max), "", "", "", "%.3f"},
     {"algbw_GBps", PER_MODE, NUMBER, F(algbw), "algbw", "%7s", "%7.1f", "%.3f"},
     {"busbw_GBps", PER_MODE, NUMBER, F(busbw), "busbw", "%7s", "%7.1f", "%.3f"},
     {"roof_GBps", LINE, NUMBER, F(roof), "roof", "%8s", "%8.1f", "%.3f"},
@@ -52,8 +56,9 @@ static const column columns[] = {
     {"engine", PER_MODE, TEXT, F(engine), "engine", "%-6s", "%-6s", "%s"},
     {"kernels", CSV_ONLY, NUMBER, F(kernels), "", "", "", "%.0f"},
     {"copies", CSV_ONLY, NUMBER, F(copies), "", "", "", "%.0f"},
-    {"speedup_vs_plain", PER_RATIO, NUMBER, F(speedup), NULL, "%s/plain",
+    {"speedup_vs_plain", PER_RATIO, RATIO, F(speedup), NULL, "%s/plain",
      "%8.2fx", "%.4f"},
+    {"speedup_in_noise", CSV_ONLY, NUMBER, F(in_noise), "", "", "", "%.0f"},
     {"coll_slowdown_pct", CSV_ONLY, NUMBER, F(coll_slowdown), "", "", "",
      "%.2f"},
     {"gemm_slowdown_pct", CSV_ONLY, NUMBER, F(gemm_slowdown), "", "", "",
@@ -118,9 +123,17 @@ static void add_cell(line *l, const bench *b, const column *c, const row *r,
     text_add(l->text, sizeof l->text, fmt, size);
     break;
   case NUMBER:
+  case RATIO:
     memcpy(&number, at, sizeof number);
-    if (!isnan(number))
+    if (isnan(number))
+      break;
+    if (c->kind == RATIO && !csv && r->in_noise == 1) {
+      char cell[32]; /* "~1.02x", right-aligned like the others */
+      snprintf(cell, sizeof cell, "~%.2fx", number);
+      text_add(l->text, sizeof l->text, "%9s", cell);
+    } else {
       text_add(l->text, sizeof l->text, fmt, number);
+    }
     break;
   }
 }
@@ -179,8 +192,14 @@ void report_header(bench *b)
   const example_options *o = b->opts;
   print_root(ctx,
              "# %s --bench: %d rank(s), float %s, out of place; %d timed"
-             " + %d warm-up operations per size and mode\n",
-             o->prog, ctx->nranks, b->coll->title, o->iters, o->warmup);
+             " + %d warm-up operations per size and mode, timed as %d"
+             " loop(s)\n",
+             o->prog, ctx->nranks, b->coll->title, o->iters, o->warmup,
+             o->repeat);
+  print_root(ctx,
+             "# time(us): the median loop's time per operation; spr%%: (slowest"
+             " - fastest loop) / median; ~ before a ratio: the two modes'"
+             " loops overlap, so the ratio is inside the noise\n");
   int loaded = 0;
   char have[32] = "unknown", built[32];
   ncclResult_t res;
@@ -245,16 +264,20 @@ void report_size(bench *b, size_t bytes, size_t count, double roof_us,
         .bytes = bytes,
         .count = count,
         .us = res[i].us,
+        .us_min = res[i].us_min,
+        .us_max = res[i].us_max,
+        .spread = spread_pct(res[i].us, res[i].us_min, res[i].us_max),
         .algbw = algbw,
         .busbw = busbw,
         .roof = roof,
-        .pct = roof > 0 ? 100 *
-                              (n == 1 ? algbw : busbw * b->ranks_per_gpu) /
-                              roof
-                        : 0,
+        .pct = roof > 0
+                   ? 100 * (n == 1 ? algbw : busbw * b->ranks_per_gpu) / roof
+                   : 0,
         .kernels = (double)res[i].kernels,
         .copies = (double)res[i].copies,
         .speedup = base->us / res[i].us,
+        .in_noise =
+            res[i].us_min <= base->us_max && base->us_min <= res[i].us_max,
         .coll_slowdown = NAN,
         .gemm_slowdown = NAN,
     };

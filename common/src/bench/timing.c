@@ -41,3 +41,20 @@ double slowest(const rank_ctx *ctx, double value)
   }
   return max;
 }
+
+static int compare_doubles(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+double median_of(double *values, int n)
+{
+  qsort(values, (size_t)n, sizeof *values, compare_doubles);
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+double spread_pct(double median, double min, double max)
+{
+  return median > 0 ? 100 * (max - min) / median : 0;
+}
