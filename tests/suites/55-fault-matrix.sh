@@ -4,5 +4,5 @@
 . tests/lib/faults.sh
 
 mapfile -t cells < <(fault_subset_cells)
-fault_run_cells $((2 * $(nproc))) "${cells[@]}"
+fault_run_cells "${FAULT_JOBS:-$((4 * $(nproc)))}" "${cells[@]}"
 fault_every_call_injected faults/subset-injects-every-call
