@@ -65,8 +65,14 @@ static int check_job(const example_options *opts, int nranks, int ngpus,
   int problem = EXIT_SUCCESS;
   enum gpu_sharing sharing = GPU_ONE_RANK_EACH;
   if (gpu_err != cudaSuccess) {
-    print_error("no usable GPU: cudaGetDeviceCount failed: %s (%s)\n",
-                cudaGetErrorString(gpu_err), cudaGetErrorName(gpu_err));
+    /* CUDA says "driver version is insufficient" also when there is no
+     * driver at all: say both. */
+    print_error("no usable GPU: cudaGetDeviceCount failed: %s (%s)%s\n",
+                cudaGetErrorString(gpu_err), cudaGetErrorName(gpu_err),
+                gpu_err == cudaErrorInsufficientDriver
+                    ? ": no NVIDIA driver was found, or it is older than this"
+                      " CUDA runtime (nvidia-smi shows which)"
+                    : "");
     problem = EXIT_FAILURE;
   } else if (!count_fits(opts->count, nranks)) {
     if (first)

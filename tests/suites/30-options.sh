@@ -61,6 +61,11 @@ for p in $PROGRAMS; do
     CUDA_VISIBLE_DEVICES= run "$bin"
     want_status 1; want_err "$p: no usable GPU: cudaGetDeviceCount failed:"
     [ "$(wc -l <"$f.err")" = 1 ] || why+="more than one line on stderr; "
+    # Without a driver (this CPU machine) CUDA's words suggest an upgrade:
+    # the message says that no driver may be there at all.
+    ! grep -q cudaErrorInsufficientDriver "$f.err" ||
+      grep -q "(cudaErrorInsufficientDriver): no NVIDIA driver was found, or it is older than this CUDA runtime" "$f.err" ||
+      why+="the insufficient-driver message does not say that no driver may be installed; "
     end
   fi
   if mpi_cases "nogpu/$p-mpi" && begin "nogpu/$p-mpi"; then
