@@ -21,7 +21,7 @@ def main():
     nccl, cp = ex.import_gpu_libraries(ranks)
     device = ex.select_gpu(ranks, cp, nccl)
     ex.require_nccl(ranks, nccl, "2.27.0", "symmetric memory windows")
-    ranks.print_root(f"Number of processes: {ranks.size}")
+    ranks.print_banner()
 
     # STEP 1: Initialize the NCCL communicator
     ranks.print_root(f"Starting AllReduce example with {ranks.size} ranks")

@@ -22,7 +22,7 @@ def main():
     nccl, cp = ex.import_gpu_libraries(ranks)
     device = ex.select_gpu(ranks, cp, nccl)
     ex.require_nccl(ranks, nccl, "2.28.0", "the copy-engine policy (CTAPolicy ZERO)")
-    ranks.print_root(f"Number of processes: {ranks.size}")
+    ranks.print_banner()
 
     # STEP 1: Initialize the communicator with the copy-engine policy
     ranks.print_root(f"Starting AllGather example with {ranks.size} ranks (Copy Engine enabled)")

@@ -65,6 +65,16 @@ class Ranks:
         if self.rank == 0:
             print(text, flush=True)
 
+    def print_banner(self):
+        """NCCL's examples' framework lines (docs/examples/common), as the C
+        programs' MPI build prints them: every rank has initialized MPI."""
+        title = "NCCL Example: One Device per Process"
+        self.print_root(f"Number of processes: {self.size}")
+        for r in range(self.size):
+            self.print_root(f"MPI initialized: rank {r} of {self.size}")
+        self.print_root(title)
+        self.print_root("=" * len(title))
+
     def all_ranks_print(self, text):
         """Collective: rank 0 prints every rank's text in rank order; an
         empty text prints nothing."""

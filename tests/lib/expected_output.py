@@ -36,9 +36,14 @@ def shared_lines(nranks, ngpus, sms):
 
 
 def header(mode, nranks, ngpus):
+    """NCCL's examples' framework lines (docs/examples/common/src/utils.cc)."""
     if mode == "mpi":
-        return [f"Number of processes: {nranks}"]
-    return [f"Creating {nranks} threads for {ngpus} devices"]
+        title = "NCCL Example: One Device per Process"
+        return ([f"Number of processes: {nranks}"]
+                + [f"MPI initialized: rank {r} of {nranks}" for r in range(nranks)]
+                + [title, "=" * len(title)])
+    title = "NCCL Example: One Device per Thread"
+    return [f"Creating {nranks} threads for {ngpus} devices", title, "=" * len(title)]
 
 
 def mb(nbytes):

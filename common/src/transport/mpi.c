@@ -263,8 +263,15 @@ void transport_too_few_gpus(int local_rank, int local_size, int ngpus)
 
 void transport_banner(int nranks, int ngpus)
 {
+  /* NCCL's examples' framework lines (docs/examples/common), as they
+   * print them; every process has initialized MPI by now (it took part in
+   * the option check), so process 0 says so for each, in rank order. */
   (void)ngpus;
   printf("Number of processes: %d\n", nranks);
+  for (int r = 0; r < nranks; r++)
+    printf("MPI initialized: rank %d of %d\n", r, nranks);
+  printf("NCCL Example: One Device per Process\n"
+         "====================================\n");
 }
 
 void transport_my_ranks(int nranks, int *first, int *count)

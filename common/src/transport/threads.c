@@ -206,7 +206,11 @@ void transport_too_few_gpus(int local_rank, int local_size, int ngpus)
 
 void transport_banner(int nranks, int ngpus)
 {
+  /* NCCL's examples' framework lines (docs/examples/common), as they
+   * print them. */
   printf("Creating %d threads for %d devices\n", nranks, ngpus);
+  printf("NCCL Example: One Device per Thread\n"
+         "===================================\n");
 }
 
 void transport_my_ranks(int nranks, int *first, int *count)
