@@ -170,16 +170,23 @@ int engine_probe_start(void)
   pthread_mutex_lock(&lock);
   int ok = !broken;
   if (ok && users == 0) {
+    /* Each CUPTI call is watched (checks.h's WATCHED), like every call. */
     static int callbacks_registered;
-    if (!callbacks_registered)
-      ok = !failed(cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM),
-                   "cuptiSetThreadIdType") &&
-           !failed(cuptiActivityRegisterCallbacks(buffer_requested,
-                                                  buffer_completed),
-                   "cuptiActivityRegisterCallbacks");
+    CUptiResult res = CUPTI_SUCCESS;
+    if (!callbacks_registered) {
+      WATCHED(res, cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM));
+      ok = !failed(res, "cuptiSetThreadIdType");
+    }
+    if (ok && !callbacks_registered) {
+      WATCHED(res, cuptiActivityRegisterCallbacks(buffer_requested,
+                                                  buffer_completed));
+      ok = !failed(res, "cuptiActivityRegisterCallbacks");
+    }
     callbacks_registered = ok;
-    for (size_t i = 0; ok && i < NKINDS; i++)
-      ok = !failed(cuptiActivityEnable(kinds[i]), "cuptiActivityEnable");
+    for (size_t i = 0; ok && i < NKINDS; i++) {
+      WATCHED(res, cuptiActivityEnable(kinds[i]));
+      ok = !failed(res, "cuptiActivityEnable");
+    }
   }
   if (ok)
     users++;
@@ -190,9 +197,11 @@ int engine_probe_start(void)
 void engine_probe_stop(void)
 {
   pthread_mutex_lock(&lock);
+  CUptiResult res = CUPTI_SUCCESS;
   if (users > 0 && --users == 0)
     for (size_t i = 0; i < NKINDS; i++)
-      cuptiActivityDisable(kinds[i]);
+      WATCHED(res, cuptiActivityDisable(kinds[i]));
+  (void)res; /* a kind left enabled only costs records no one reads */
   pthread_mutex_unlock(&lock);
 }
 
@@ -204,8 +213,9 @@ const char *engine_probe_unavailable(void)
 uint64_t engine_probe_now(void)
 {
   uint64_t t = 0;
-  cuptiGetTimestamp(&t);
-  return t;
+  CUptiResult res;
+  WATCHED(res, cuptiGetTimestamp(&t));
+  return res == CUPTI_SUCCESS ? t : 0;
 }
 
 /* The thread that made the API call with this correlation id, or 0. */
@@ -219,7 +229,9 @@ static uint32_t launcher(uint32_t correlation)
 
 int engine_probe_collect(int device, uint64_t t0, uint64_t t1, engine_work *w)
 {
-  cuptiActivityFlushAll(0); /* runs buffer_completed for what is done */
+  CUptiResult res;
+  WATCHED(res, cuptiActivityFlushAll(0)); /* runs buffer_completed */
+  (void)res; /* what was recorded so far still counts */
   memset(w, 0, sizeof *w);
   uint32_t me = (uint32_t)syscall(SYS_gettid);
   pthread_mutex_lock(&lock);
