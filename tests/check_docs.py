@@ -197,6 +197,49 @@ def check_fact_citations(problems):
     return checked
 
 
+def check_lifecycle_diagram(problems):
+    """The README's Mermaid lifecycle names NCCL calls in the order both
+    main.c files make them ("A / B": either)."""
+    readme = open(os.path.join(ROOT, "README.md")).read()
+    m = re.search(r"```mermaid\n(.*?)```", readme, re.S)
+    if not m:
+        problems.append("README.md: no ```mermaid block (the lifecycle diagram)")
+        return 0
+    steps = [item.replace(" ", "").split("/")
+             for item in re.findall(r"nccl\w+(?:\s*/\s*nccl\w+)*", m.group(1))]
+    checked = 0
+    for prog, path in MAIN.items():
+        calls = [l for l in open(os.path.join(ROOT, path)).read().split("\n") if "NCCLCHECK(" in l or "ncclComm" in l]
+        code = "\n".join(calls)
+        at = 0
+        for alternatives in steps:
+            found = [code.find(name, at) for name in alternatives]
+            found = [f for f in found if f >= 0]
+            checked += 1
+            if not found:
+                problems.append(f"README.md: the lifecycle diagram's {' / '.join(alternatives)} is not in {path}"
+                                " after the steps before it")
+                break
+            at = min(found) + 1
+    return checked
+
+
+def check_links(problems):
+    """Every relative link of a tracked .md file names a file or folder
+    that exists."""
+    checked = 0
+    for doc in tracked("*.md"):
+        text = open(os.path.join(ROOT, doc)).read()
+        for link in re.findall(r"\]\(([^)\s]+)\)", text):
+            path = link.split("#")[0]
+            if not path or re.match(r"^[a-z]+:", link):
+                continue
+            checked += 1
+            if not os.path.exists(os.path.normpath(os.path.join(ROOT, os.path.dirname(doc), path))):
+                problems.append(f"{doc}: the link ({link}) names nothing that exists")
+    return checked
+
+
 def main():
     problems = []
     sources = {p: [l.strip() for l in open(os.path.join(ROOT, p)).read().split("\n")]
@@ -240,6 +283,8 @@ def main():
                         problems.append(f"{doc}: '{prog} main.c:{num}' does not hold {call}")
     checked += check_tables(problems)
     checked += check_fact_citations(problems)
+    checked += check_lifecycle_diagram(problems)
+    checked += check_links(problems)
     for p in problems:
         print(p)
     print(f"check_docs: {checked} checks, {len(problems)} problems")
