@@ -136,6 +136,14 @@ static void print_lines(const char *text)
   }
 }
 
+static void free_lines(char *mine, char **answers, int processes)
+{
+  for (int p = 0; answers != NULL && p < processes; p++)
+    free(answers[p]);
+  free(answers);
+  free(mine);
+}
+
 /* This process's rank passed the limit: prints every rank's line in rank
  * order (other processes' as they answered), then whom it blames. Returns
  * -1, or the process that reports instead (see ask). */
@@ -148,10 +156,7 @@ static int report(int from, int n, int in_setup)
   if (processes > 1 && transport_can_ask_peers() && answers != NULL)
     asker = ask(answers, processes, me, mine ? mine : "");
   if (asker >= 0) {
-    for (int p = 0; p < processes; p++)
-      free(answers[p]);
-    free(answers);
-    free(mine);
+    free_lines(mine, answers, processes);
     return asker;
   }
   flush_stdout_if_free();
@@ -178,10 +183,7 @@ static int report(int from, int n, int in_setup)
   print_error("rank %d's call has not returned after --timeout %d s: ending"
               " the job (exit %d); --timeout 0 waits for ever\n",
               late.rank, limit_s, EXIT_TIMEOUT);
-  for (int p = 0; answers != NULL && p < processes; p++)
-    free(answers[p]);
-  free(answers);
-  free(mine);
+  free_lines(mine, answers, processes);
   return -1;
 }
 
