@@ -17,7 +17,10 @@ median). The verdict says whether the two differ by more than that noise.
 Options: -b -e -f (sizes, as both tools take them), -w (warm-up), -n
 (timed iterations), --ranks N (threads: NTHREADS=N, nccl-tests -t N -g 1),
 --repeat R, --timeout S (each run; a run that takes longer is reported as
-hung). Without a GPU, recorded outputs can be compared instead of runs:
+hung, and that tool's mode is not run again), --keep DIR (every run's
+output kept there). Both tools get the caller's environment (NCCL_*
+variables included), and the tables' heading names the NCCL each loaded.
+Without a GPU, recorded outputs can be compared instead of runs:
 --ours CSV (this bench's --csv file, once per repeat) and --theirs
 MODE:FILE (nccl-tests' output, once per mode and repeat).
 
@@ -25,6 +28,7 @@ Exit status: 0, or 2 for a usage error, 1 if nothing could be compared.
 """
 import csv
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -40,8 +44,9 @@ def usage(why):
     sys.exit(2)
 
 
-def read_ours(path):
-    """{mode: {size: time_us}} from this bench's CSV."""
+def read_ours(path, in_l2):
+    """{mode: {size: time_us}} from this bench's CSV; adds to the set in_l2
+    the sizes it marks as fitting in the L2 cache."""
     times = {}
     with open(path, newline="") as f:
         for row in csv.DictReader(f):
@@ -49,6 +54,8 @@ def read_ours(path):
                 times.setdefault(row["mode"], {})[int(row["size_bytes"])] = float(row["time_us"])
             except (KeyError, ValueError):
                 continue  # a row of another kind (the --overlap rows)
+            if row.get("in_l2") == "L2":
+                in_l2.add(int(row["size_bytes"]))
     return times
 
 
@@ -67,17 +74,40 @@ def read_theirs(text):
     return times
 
 
-def run(cmd, env, limit):
-    """Output of cmd, or None if it ran past limit seconds or failed."""
+def run(cmd, env, limit, keep):
+    """(output, None) for a run that succeeded, else (None, why): it ran
+    past limit seconds (hung) or exited non-zero. keep: a file for the
+    output (stdout, then stderr), or None."""
+    why = None
     try:
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=limit)
-    except subprocess.TimeoutExpired:
-        sys.stderr.write(f"compare_nccl_tests: {' '.join(cmd)} ran past --timeout {limit} s: killed\n")
+        out, err = done.stdout, done.stderr
+        if done.returncode != 0:
+            why = f"exited {done.returncode}"
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
+        why = f"hung: ran past --timeout {limit} s, killed"
+    if keep:
+        with open(keep, "w") as f:
+            f.write(f"$ {' '.join(cmd)}\n{out}{err}")
+    if why:
+        sys.stderr.write(f"compare_nccl_tests: {' '.join(cmd)}: {why}\n{err[-2000:] if 'exited' in why else ''}")
+        return None, why
+    return out, None
+
+
+def loaded_nccl(text, ours):
+    """The NCCL a run loaded, as its output says: this bench's
+    '# NCCL 2.30.7 loaded ...', nccl-tests' '... nccl-library=23007'."""
+    pattern = r"^# NCCL (\S+) loaded" if ours else r"nccl-library=(\d+)"
+    found = re.search(pattern, text, re.M)
+    if not found:
         return None
-    if done.returncode != 0:
-        sys.stderr.write(f"compare_nccl_tests: {' '.join(cmd)} exited {done.returncode}:\n{done.stderr[-2000:]}")
-        return None
-    return done.stdout
+    if ours:
+        return found.group(1)
+    code = int(found.group(1))  # NCCL_VERSION_CODE: major*10000 + minor*100 + patch
+    return f"{code // 10000}.{code // 100 % 100}.{code % 100}"
 
 
 def spread(values):
@@ -85,36 +115,40 @@ def spread(values):
     return (max(values) - min(values)) / med if med > 0 else 0.0
 
 
-def table(program, ranks, mode, ours, theirs):
-    """Prints one mode's table; returns the number of sizes compared."""
+def table(program, ranks, mode, ours, theirs, failed, in_l2):
+    """Prints one mode's table; returns the number of sizes compared.
+    failed: {"this bench"/"nccl-tests": [why, ...]} for runs without a result."""
     print(f"\n{program}, {ranks} rank(s), mode {mode} <-> nccl-tests {' '.join(FLAGS[mode])}")
-    if not ours:
-        print("  no result from this bench (hung or failed)")
-    if not theirs:
-        print("  no result from nccl-tests (hung or failed)")
+    for tool, got in (("this bench", ours), ("nccl-tests", theirs)):
+        whys = failed.get(tool, [])
+        if whys:
+            print(f"  {tool}: {len(whys)} run(s) without a result: {'; '.join(sorted(set(whys)))}")
+        if not got and not whys:
+            print(f"  no result from {tool}")
     sizes = sorted(set.intersection(*(set(r) for r in ours + theirs))) if ours and theirs else []
     if not sizes:
         return 0
-    print(f"{'size(B)':>12} {'ours(us)':>10} {'nccl-tests(us)':>15} {'ours/theirs':>12} {'noise':>7}  verdict")
+    print(f"{'size(B)':>12} {'L2':>2} {'ours(us)':>10} {'nccl-tests(us)':>15} {'ours/theirs':>12} {'noise':>7}  verdict")
     for size in sizes:
+        l2 = "L2" if size in in_l2 else ""
         a = [r[size] for r in ours]
         b = [r[size] for r in theirs]
         mine, ref = statistics.median(a), statistics.median(b)
         ratio = mine / ref if ref > 0 else float("inf")
         differ = f"this bench {abs(ratio - 1) * 100:.1f}% {'slower' if ratio > 1 else 'faster'}"
         if len(a) < 2 or len(b) < 2:  # one run: no spread to judge by
-            print(f"{size:>12} {mine:>10.2f} {ref:>15.2f} {ratio:>11.2f}x {'n/a':>7}  {differ}"
+            print(f"{size:>12} {l2:>2} {mine:>10.2f} {ref:>15.2f} {ratio:>11.2f}x {'n/a':>7}  {differ}"
                   " (one run each: noise not measured)")
             continue
         noise = max(spread(a), spread(b))
         verdict = "the same within the noise" if abs(ratio - 1) <= noise else differ
-        print(f"{size:>12} {mine:>10.2f} {ref:>15.2f} {ratio:>11.2f}x {noise * 100:>6.1f}%  {verdict}")
+        print(f"{size:>12} {l2:>2} {mine:>10.2f} {ref:>15.2f} {ratio:>11.2f}x {noise * 100:>6.1f}%  {verdict}")
     return len(sizes)
 
 
 def main(argv):
     args = {"-b": "1M", "-e": "1G", "-f": "8", "-w": "5", "-n": "20", "--ranks": "1",
-            "--repeat": "2", "--timeout": "120"}
+            "--repeat": "2", "--timeout": "120", "--keep": ""}
     ours_files, theirs_files, program = [], [], None
     i = 0
     while i < len(argv):
@@ -141,20 +175,27 @@ def main(argv):
     for key in ("--ranks", "--repeat", "--timeout"):
         if not args[key].isdigit() or int(args[key]) < 1:
             usage(f"{key} takes a whole number from 1, not '{args[key]}'")
-    ranks, repeat, limit = int(args["--ranks"]), int(args["--repeat"]), int(args["--timeout"])
+    ranks, repeat, limit, keep = int(args["--ranks"]), int(args["--repeat"]), int(args["--timeout"]), args["--keep"]
+    if keep:
+        os.makedirs(keep, exist_ok=True)
 
     ours = {m: [] for m in MODES[name]}
     theirs = {m: [] for m in MODES[name]}
+    failed = {m: {} for m in MODES[name]}  # mode -> tool -> [why, ...]
+    loaded = {}  # tool -> the NCCL versions its runs loaded
+    in_l2 = set()  # sizes this bench marks as fitting in the L2 cache
     if ours_files or theirs_files:  # recorded outputs
         for path in ours_files:
-            for mode, times in read_ours(path).items():
+            for mode, times in read_ours(path, in_l2).items():
                 if mode in ours:
                     ours[mode].append(times)
         for mode, path in theirs_files:
             if mode not in theirs:
                 usage(f"--theirs {mode}: {name} has the modes {', '.join(MODES[name])}")
             with open(path) as f:
-                theirs[mode].append(read_theirs(f.read()))
+                text = f.read()
+            theirs[mode].append(read_theirs(text))
+            loaded.setdefault("nccl-tests", set()).add(loaded_nccl(text, ours=False) or "not said")
     else:
         home = os.environ.get("NCCL_TESTS_HOME")
         binary = os.path.join(home or "", "build", TESTS[name])
@@ -162,20 +203,43 @@ def main(argv):
             usage(f"set NCCL_TESTS_HOME to an nccl-tests build (no {binary})")
         sizes = ["-b", args["-b"], "-e", args["-e"], "-f", args["-f"]]
         env = dict(os.environ, NTHREADS=str(ranks))
-        for _ in range(repeat):
+        hung = set()  # (tool, mode) that ran past --timeout: not run again
+        for k in range(1, repeat + 1):
             with tempfile.NamedTemporaryFile(suffix=".csv") as tmp:
                 cmd = [program, "--bench", *sizes, "-w", args["-w"], "-i", args["-n"], "--csv", tmp.name]
-                if run(cmd, env, limit) is not None:
-                    for mode, times in read_ours(tmp.name).items():
+                if ("this bench", None) in hung:
+                    out, why = None, "not run again after it hung"
+                else:
+                    out, why = run(cmd, env, limit, keep and os.path.join(keep, f"{name}-{k}.txt"))
+                if out is not None:
+                    loaded.setdefault("this bench", set()).add(loaded_nccl(out, ours=True) or "not said")
+                    for mode, times in read_ours(tmp.name, in_l2).items():
                         if mode in ours:
                             ours[mode].append(times)
+                else:
+                    if why.startswith("hung"):
+                        hung.add(("this bench", None))
+                    for mode in MODES[name]:
+                        failed[mode].setdefault("this bench", []).append(why)
             for mode in MODES[name]:
                 cmd = [binary, *sizes, "-w", args["-w"], "-n", args["-n"], "-t", str(ranks), "-g", "1",
                        *FLAGS[mode]]
-                out = run(cmd, os.environ, limit)
+                if ("nccl-tests", mode) in hung:
+                    failed[mode]["nccl-tests"].append("not run again after it hung")
+                    continue
+                out, why = run(cmd, os.environ, limit, keep and os.path.join(keep, f"{TESTS[name]}-{mode}-{k}.txt"))
                 if out is not None:
+                    loaded.setdefault("nccl-tests", set()).add(loaded_nccl(out, ours=False) or "not said")
                     theirs[mode].append(read_theirs(out))
-    compared = sum(table(name, ranks, m, ours[m], theirs[m]) for m in MODES[name])
+                else:
+                    if why.startswith("hung"):
+                        hung.add(("nccl-tests", mode))
+                    failed[mode].setdefault("nccl-tests", []).append(why)
+    if loaded:
+        print("NCCL loaded: " + "; ".join(f"{tool} {', '.join(sorted(v))}" for tool, v in sorted(loaded.items())))
+    if in_l2:
+        print("L2: this bench marks the size as fitting in the GPU's L2 cache (its times are the cache's)")
+    compared = sum(table(name, ranks, m, ours[m], theirs[m], failed[m], in_l2) for m in MODES[name])
     return 0 if compared else 1
 
 

@@ -228,9 +228,11 @@ if begin "bench/compare-nccl-tests-recorded"; then
     $(for m in ce sym plain; do for k in 1 2; do echo "--theirs $m:$d/$m-$k.txt"; done; done)
   want_status 0
   want_out "allgather_ce, 1 rank(s), mode ce <-> nccl-tests -R 2 -x 2"
-  want_out "     1048576       8.40            8.40        1.00x    2.4%  the same within the noise"
-  want_out "    67108864     201.00          150.50        1.34x    1.0%  this bench 33.6% slower"
-  want_out "    67108864      33.20           40.10        0.83x    1.2%  this bench 17.2% faster"
+  want_out "     1048576 L2       8.40            8.40        1.00x    2.4%  the same within the noise"
+  want_out "    67108864        201.00          150.50        1.34x    1.0%  this bench 33.6% slower"
+  want_out "    67108864         33.20           40.10        0.83x    1.2%  this bench 17.2% faster"
+  want_out "L2: this bench marks the size as fitting in the GPU's L2 cache (its times are the cache's)"
+  want_out "NCCL loaded: nccl-tests 2.30.7"
   ! grep -q overlap "$f.out" || why+="the overlap rows were read as a mode; "
   end
 fi
@@ -249,13 +251,18 @@ esac
 FAKE
   chmod +x "$fake/build/all_gather_perf"
   SIM_DIR=$TMPDIR NCCL_TESTS_HOME=$fake run python3 tools/compare_nccl_tests.py "$B/sim-pthread/allgather_ce" \
-    -b 1M -e 1M -w 1 -n 2 --repeat 1 --timeout 8
+    -b 1M -e 1M -w 1 -n 2 --repeat 2 --timeout 8 --keep "$TMPDIR/kept"
   want_status 0
   want_out "mode ce <-> nccl-tests -R 2 -x 2"
-  want_out "  no result from nccl-tests (hung or failed)"
-  want_err "all_gather_perf -b 1M -e 1M -f 8 -w 1 -n 2 -t 1 -g 1 -R 2 -x 2 ran past --timeout 8 s: killed"
-  [ "$(grep -c '^     1048576 .* n/a  this bench .* (one run each: noise not measured)$' "$f.out")" = 2 ] ||
-    why+="wanted the 1 MiB row of sym and plain, saying one run has no noise figure; "
+  want_out "  nccl-tests: 2 run(s) without a result: hung: ran past --timeout 8 s, killed; not run again after it hung"
+  want_out "NCCL loaded: nccl-tests 2.30.7; this bench $(sed -n 's/^# NCCL \(.*\) loaded.*/\1/p' "$TMPDIR/kept/allgather_ce-1.txt")"
+  for k in allgather_ce-1 allgather_ce-2 all_gather_perf-ce-1 all_gather_perf-sym-2 all_gather_perf-plain-2; do
+    [ -s "$TMPDIR/kept/$k.txt" ] || why+="--keep left no $k.txt; "
+  done
+  [ ! -e "$TMPDIR/kept/all_gather_perf-ce-2.txt" ] || why+="the hung mode ran again; "
+  want_err "all_gather_perf -b 1M -e 1M -f 8 -w 1 -n 2 -t 1 -g 1 -R 2 -x 2: hung: ran past --timeout 8 s, killed"
+  [ "$(grep -cE '^     1048576 .* [0-9.]+%  (the same within the noise|this bench)' "$f.out")" = 2 ] ||
+    why+="wanted the 1 MiB row of sym and plain, with a noise figure (two runs each); "
   end
 fi
 if begin "bench/compare-nccl-tests-usage"; then
