@@ -18,7 +18,8 @@ Options: -b -e -f (sizes, as both tools take them), -w (warm-up), -n
 (timed iterations), --ranks N (threads: NTHREADS=N, nccl-tests -t N -g 1),
 --repeat R, --timeout S (each run; a run that takes longer is reported as
 hung, and that tool's mode is not run again), --keep DIR (every run's
-output kept there). Both tools get the caller's environment (NCCL_*
+output kept there), --theirs-args "ARGS" (more nccl-tests options, e.g.
+"-c 0"). Both tools get the caller's environment (NCCL_*
 variables included), and the tables' heading names the NCCL each loaded.
 Without a GPU, recorded outputs can be compared instead of runs:
 --ours CSV (this bench's --csv file, once per repeat) and --theirs
@@ -74,9 +75,10 @@ def read_theirs(text):
     return times
 
 
-def run(cmd, env, limit, keep):
+def run(cmd, env, limit, keep, rows=None):
     """(output, None) for a run that succeeded, else (None, why): it ran
-    past limit seconds (hung) or exited non-zero. keep: a file for the
+    past limit seconds (hung; rows, if given, reads the sizes it finished
+    from its output, for the why) or exited non-zero. keep: a file for the
     output (stdout, then stderr), or None."""
     why = None
     try:
@@ -88,6 +90,9 @@ def run(cmd, env, limit, keep):
         out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
         err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
         why = f"hung: ran past --timeout {limit} s, killed"
+        done_rows = rows(out) if rows else {}
+        if done_rows:
+            why += f" after its {max(done_rows)} B row"
     if keep:
         with open(keep, "w") as f:
             f.write(f"$ {' '.join(cmd)}\n{out}{err}")
@@ -148,7 +153,7 @@ def table(program, ranks, mode, ours, theirs, failed, in_l2):
 
 def main(argv):
     args = {"-b": "1M", "-e": "1G", "-f": "8", "-w": "5", "-n": "20", "--ranks": "1",
-            "--repeat": "2", "--timeout": "120", "--keep": ""}
+            "--repeat": "2", "--timeout": "120", "--keep": "", "--theirs-args": ""}
     ours_files, theirs_files, program = [], [], None
     i = 0
     while i < len(argv):
@@ -223,11 +228,12 @@ def main(argv):
                         failed[mode].setdefault("this bench", []).append(why)
             for mode in MODES[name]:
                 cmd = [binary, *sizes, "-w", args["-w"], "-n", args["-n"], "-t", str(ranks), "-g", "1",
-                       *FLAGS[mode]]
+                       *FLAGS[mode], *args["--theirs-args"].split()]
                 if ("nccl-tests", mode) in hung:
                     failed[mode]["nccl-tests"].append("not run again after it hung")
                     continue
-                out, why = run(cmd, os.environ, limit, keep and os.path.join(keep, f"{TESTS[name]}-{mode}-{k}.txt"))
+                out, why = run(cmd, os.environ, limit, keep and os.path.join(keep, f"{TESTS[name]}-{mode}-{k}.txt"),
+                               rows=read_theirs)
                 if out is not None:
                     loaded.setdefault("nccl-tests", set()).add(loaded_nccl(out, ours=False) or "not said")
                     theirs[mode].append(read_theirs(out))

@@ -244,7 +244,7 @@ if begin "bench/compare-nccl-tests-run-one-hangs"; then
   cat >"$fake/build/all_gather_perf" <<FAKE
 #!/bin/sh
 case " \$* " in
-  *" -x 2 "*) sleep 30 ;;
+  *" -x 2 "*) head -n 6 "$ROOT/tests/data/compare/ce-1.txt"; sleep 30 ;;
   *" -R 2 "*) cat "$ROOT/tests/data/compare/sym-1.txt" ;;
   *) cat "$ROOT/tests/data/compare/plain-1.txt" ;;
 esac
@@ -254,13 +254,13 @@ FAKE
     -b 1M -e 1M -w 1 -n 2 --repeat 2 --timeout 8 --keep "$TMPDIR/kept"
   want_status 0
   want_out "mode ce <-> nccl-tests -R 2 -x 2"
-  want_out "  nccl-tests: 2 run(s) without a result: hung: ran past --timeout 8 s, killed; not run again after it hung"
+  want_out "  nccl-tests: 2 run(s) without a result: hung: ran past --timeout 8 s, killed after its 1048576 B row; not run again after it hung"
   want_out "NCCL loaded: nccl-tests 2.30.7; this bench $(sed -n 's/^# NCCL \(.*\) loaded.*/\1/p' "$TMPDIR/kept/allgather_ce-1.txt")"
   for k in allgather_ce-1 allgather_ce-2 all_gather_perf-ce-1 all_gather_perf-sym-2 all_gather_perf-plain-2; do
     [ -s "$TMPDIR/kept/$k.txt" ] || why+="--keep left no $k.txt; "
   done
   [ ! -e "$TMPDIR/kept/all_gather_perf-ce-2.txt" ] || why+="the hung mode ran again; "
-  want_err "all_gather_perf -b 1M -e 1M -f 8 -w 1 -n 2 -t 1 -g 1 -R 2 -x 2: hung: ran past --timeout 8 s, killed"
+  want_err "all_gather_perf -b 1M -e 1M -f 8 -w 1 -n 2 -t 1 -g 1 -R 2 -x 2: hung: ran past --timeout 8 s, killed after its 1048576 B row"
   [ "$(grep -cE '^     1048576 .* [0-9.]+%  (the same within the noise|this bench)' "$f.out")" = 2 ] ||
     why+="wanted the 1 MiB row of sym and plain, with a noise figure (two runs each); "
   end
