@@ -19,7 +19,7 @@ Options: -b -e -f (sizes, as both tools take them), -w (warm-up), -n
 --repeat R, --timeout S (each run; a run that takes longer is reported as
 hung, and that tool's mode is not run again), --keep DIR (every run's
 output kept there), --theirs-args "ARGS" (more nccl-tests options, e.g.
-"-c 0"). Both tools get the caller's environment (NCCL_*
+"-c 0"), --ours-args "ARGS" (more options for this bench, e.g. "-r 1"). Both tools get the caller's environment (NCCL_*
 variables included), and the tables' heading names the NCCL each loaded.
 Without a GPU, recorded outputs can be compared instead of runs:
 --ours CSV (this bench's --csv file, once per repeat) and --theirs
@@ -153,7 +153,7 @@ def table(program, ranks, mode, ours, theirs, failed, in_l2):
 
 def main(argv):
     args = {"-b": "1M", "-e": "1G", "-f": "8", "-w": "5", "-n": "20", "--ranks": "1",
-            "--repeat": "2", "--timeout": "120", "--keep": "", "--theirs-args": ""}
+            "--repeat": "2", "--timeout": "120", "--keep": "", "--theirs-args": "", "--ours-args": ""}
     ours_files, theirs_files, program = [], [], None
     i = 0
     while i < len(argv):
@@ -211,7 +211,8 @@ def main(argv):
         hung = set()  # (tool, mode) that ran past --timeout: not run again
         for k in range(1, repeat + 1):
             with tempfile.NamedTemporaryFile(suffix=".csv") as tmp:
-                cmd = [program, "--bench", *sizes, "-w", args["-w"], "-i", args["-n"], "--csv", tmp.name]
+                cmd = [program, "--bench", *sizes, "-w", args["-w"], "-i", args["-n"], "--csv", tmp.name,
+                       *args["--ours-args"].split()]
                 if ("this bench", None) in hung:
                     out, why = None, "not run again after it hung"
                 else:
