@@ -37,7 +37,12 @@ class Ranks:
     the node-local rank. Collective methods must be called by every rank."""
 
     def __init__(self, prog):
-        from mpi4py import MPI
+        try:
+            from mpi4py import MPI
+        except ImportError as e:  # no MPI yet: this process speaks for itself
+            print(f"{prog}: {e}: install the requirements, e.g. pip install -r requirements-cu13.txt",
+                  file=sys.stderr, flush=True)
+            sys.exit(EXIT_FAILURE)
 
         self.prog = prog
         self.world = MPI.COMM_WORLD

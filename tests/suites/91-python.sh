@@ -21,6 +21,23 @@ if command -v python3 >/dev/null; then
     skip python/pyflakes "pyflakes not installed (Debian: apt-get install pyflakes3)"
   fi
 fi
+# Without mpi4py (a stand-in package that fails to import as a missing one
+# does): a message naming the module and what to install, exit 1, no traceback.
+if command -v python3 >/dev/null; then
+  for script in $PY_SCRIPTS; do
+    p=$(basename "$script")
+    if begin "python/$p-without-mpi4py"; then
+      mkdir -p "$TMPDIR/no-mpi4py/mpi4py"
+      printf '%s\n' "raise ModuleNotFoundError(\"No module named 'mpi4py'\", name='mpi4py')" \
+        >"$TMPDIR/no-mpi4py/mpi4py/__init__.py"
+      PYTHONPATH=$TMPDIR/no-mpi4py run python3 "$script"
+      want_status 1
+      want_err "$p: No module named 'mpi4py': install the requirements, e.g. pip install -r requirements-cu13.txt"
+      ! grep -q Traceback "$f.err" || why+="a traceback instead of the message; "
+      end
+    fi
+  done
+fi
 PY_REASON=""
 if [ "$NGPUS" = 0 ]; then
   PY_REASON="no GPU visible"
