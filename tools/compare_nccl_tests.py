@@ -19,8 +19,9 @@ Options: -b -e -f (sizes, as both tools take them), -w (warm-up), -n
 --repeat R, --timeout S (each run; a run that takes longer is reported as
 hung, and that tool's mode is not run again), --keep DIR (every run's
 output kept there), --theirs-args "ARGS" (more nccl-tests options, e.g.
-"-c 0"), --ours-args "ARGS" (more options for this bench, e.g. "-r 1"). Both tools get the caller's environment (NCCL_*
-variables included), and the tables' heading names the NCCL each loaded.
+"-c 0"), --ours-args "ARGS" (more options for this bench, e.g. "-r 1").
+Both tools get the caller's environment (NCCL_* variables included), and
+the tables' heading names the NCCL each loaded.
 Without a GPU, recorded outputs can be compared instead of runs:
 --ours CSV (this bench's --csv file, once per repeat) and --theirs
 MODE:FILE (nccl-tests' output, once per mode and repeat).
@@ -209,39 +210,36 @@ def main(argv):
         sizes = ["-b", args["-b"], "-e", args["-e"], "-f", args["-f"]]
         env = dict(os.environ, NTHREADS=str(ranks))
         hung = set()  # (tool, mode) that ran past --timeout: not run again
+
+        def attempt(tool, mode, cmd, env, kept, rows=None):
+            """Runs cmd unless it hung before; its output, or None with
+            the why recorded for every mode it stands for."""
+            out, why = None, "not run again after it hung"
+            if (tool, mode) not in hung:
+                out, why = run(cmd, env, limit, keep and os.path.join(keep, kept), rows)
+            if out is None:
+                if why.startswith("hung"):
+                    hung.add((tool, mode))
+                for m in ([mode] if mode else MODES[name]):
+                    failed[m].setdefault(tool, []).append(why)
+                return None
+            loaded.setdefault(tool, set()).add(loaded_nccl(out, ours=tool == "this bench") or "not said")
+            return out
+
         for k in range(1, repeat + 1):
             with tempfile.NamedTemporaryFile(suffix=".csv") as tmp:
                 cmd = [program, "--bench", *sizes, "-w", args["-w"], "-i", args["-n"], "--csv", tmp.name,
                        *args["--ours-args"].split()]
-                if ("this bench", None) in hung:
-                    out, why = None, "not run again after it hung"
-                else:
-                    out, why = run(cmd, env, limit, keep and os.path.join(keep, f"{name}-{k}.txt"))
-                if out is not None:
-                    loaded.setdefault("this bench", set()).add(loaded_nccl(out, ours=True) or "not said")
+                if attempt("this bench", None, cmd, env, f"{name}-{k}.txt") is not None:
                     for mode, times in read_ours(tmp.name, in_l2).items():
                         if mode in ours:
                             ours[mode].append(times)
-                else:
-                    if why.startswith("hung"):
-                        hung.add(("this bench", None))
-                    for mode in MODES[name]:
-                        failed[mode].setdefault("this bench", []).append(why)
             for mode in MODES[name]:
                 cmd = [binary, *sizes, "-w", args["-w"], "-n", args["-n"], "-t", str(ranks), "-g", "1",
                        *FLAGS[mode], *args["--theirs-args"].split()]
-                if ("nccl-tests", mode) in hung:
-                    failed[mode]["nccl-tests"].append("not run again after it hung")
-                    continue
-                out, why = run(cmd, os.environ, limit, keep and os.path.join(keep, f"{TESTS[name]}-{mode}-{k}.txt"),
-                               rows=read_theirs)
+                out = attempt("nccl-tests", mode, cmd, os.environ, f"{TESTS[name]}-{mode}-{k}.txt", read_theirs)
                 if out is not None:
-                    loaded.setdefault("nccl-tests", set()).add(loaded_nccl(out, ours=False) or "not said")
                     theirs[mode].append(read_theirs(out))
-                else:
-                    if why.startswith("hung"):
-                        hung.add(("nccl-tests", mode))
-                    failed[mode].setdefault("nccl-tests", []).append(why)
     if loaded:
         print("NCCL loaded: " + "; ".join(f"{tool} {', '.join(sorted(v))}" for tool, v in sorted(loaded.items())))
     if in_l2:

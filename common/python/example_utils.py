@@ -32,6 +32,9 @@ def parse_args(description):
     return parser.parse_args()
 
 
+INSTALL_HINT = "install the requirements, e.g. pip install -r requirements-cu13.txt"
+
+
 class Ranks:
     """This process's place in the MPI job: one rank per GPU, the GPU being
     the node-local rank. Collective methods must be called by every rank."""
@@ -40,8 +43,7 @@ class Ranks:
         try:
             from mpi4py import MPI
         except ImportError as e:  # no MPI yet: this process speaks for itself
-            print(f"{prog}: {e}: install the requirements, e.g. pip install -r requirements-cu13.txt",
-                  file=sys.stderr, flush=True)
+            print(f"{prog}: {e}: {INSTALL_HINT}", file=sys.stderr, flush=True)
             sys.exit(EXIT_FAILURE)
 
         self.prog = prog
@@ -113,7 +115,7 @@ def import_gpu_libraries(ranks):
         import cupy
         import nccl.core
     except ImportError as e:
-        ranks.error(f"{e}: install the requirements, e.g. pip install -r requirements-cu13.txt")
+        ranks.error(f"{e}: {INSTALL_HINT}")
         sys.exit(EXIT_FAILURE)
     return nccl.core, cupy
 
