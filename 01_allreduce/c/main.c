@@ -121,7 +121,7 @@ int main(int argc, char *argv[])
       .lesson = allreduce_sm,
       .min_nccl = NCCL_VERSION(2, 27, 0),
       .needs = "symmetric memory windows",
-      .collective = BENCH_ALLREDUCE,
+      .collective = COLLECTIVE_ALLREDUCE,
   };
   return run_example(argc, argv, &example);
 }

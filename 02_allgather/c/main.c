@@ -139,7 +139,7 @@ int main(int argc, char *argv[])
       .lesson = allgather_ce,
       .min_nccl = NCCL_VERSION(2, 28, 0),
       .needs = "the copy-engine policy (CTAPolicy ZERO)",
-      .collective = BENCH_ALLGATHER,
+      .collective = COLLECTIVE_ALLGATHER,
   };
   return run_example(argc, argv, &example);
 }

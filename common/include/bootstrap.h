@@ -31,8 +31,9 @@
  * the run; opaque to the examples. */
 typedef struct run_state run_state;
 
-/* The collective an example teaches; --bench measures it. */
-enum bench_collective { BENCH_ALLREDUCE, BENCH_ALLGATHER };
+/* The collective an example teaches: What ran names it, --bench measures
+ * it. */
+enum example_collective { COLLECTIVE_ALLREDUCE, COLLECTIVE_ALLGATHER };
 
 typedef struct example_desc example_desc;
 
@@ -57,10 +58,10 @@ typedef int (*example_fn)(const rank_ctx *ctx);
 /* An example, as its main.c hands it to run_example: the lesson and what it
  * needs. */
 struct example_desc {
-  example_fn lesson;                /* the per-rank NCCL lifecycle */
-  int min_nccl;                     /* NCCL_VERSION(x, y, z) it needs */
-  const char *needs;                /* what needs that version, for messages */
-  enum bench_collective collective; /* what --bench measures */
+  example_fn lesson;                  /* the per-rank NCCL lifecycle */
+  int min_nccl;                       /* NCCL_VERSION(x, y, z) it needs */
+  const char *needs;                  /* what needs that version, for messages */
+  enum example_collective collective; /* the collective the lesson makes */
 };
 
 /* Parses the command line, checks that every rank has a GPU of its own (or

@@ -371,8 +371,8 @@ void all_ranks_finish_what_ran(const rank_ctx *ctx)
         facts[r].p2p_to_first = can;
     }
     const char *coll =
-        ctx->example->collective == BENCH_ALLGATHER ? "AllGather" : "AllReduce";
-    what_ran_format(coll, ctx->example->collective == BENCH_ALLGATHER,
+        ctx->example->collective == COLLECTIVE_ALLGATHER ? "AllGather" : "AllReduce";
+    what_ran_format(coll, ctx->example->collective == COLLECTIVE_ALLGATHER,
                     ctx->nranks, facts, engine_probe_unavailable(), report,
                     sizeof report);
     free(facts);

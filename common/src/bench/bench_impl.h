@@ -62,7 +62,7 @@ typedef struct bench_coll {
   mode_spec modes[MAX_MODES]; /* the last one is the baseline */
 } bench_coll;
 
-const bench_coll *bench_coll_of(enum bench_collective coll);
+const bench_coll *bench_coll_of(enum example_collective coll);
 
 /* ------------------------------------------------------------ state */
 

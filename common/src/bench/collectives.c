@@ -115,10 +115,10 @@ static const bench_coll allgather = {
 };
 #endif
 
-const bench_coll *bench_coll_of(enum bench_collective coll)
+const bench_coll *bench_coll_of(enum example_collective coll)
 {
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
-  if (coll == BENCH_ALLGATHER)
+  if (coll == COLLECTIVE_ALLGATHER)
     return &allgather;
 #endif
   (void)coll;

@@ -84,7 +84,7 @@ static void print_summary(const bench *b)
   print_root(ctx, "\n");
 }
 
-int run_bench(const rank_ctx *ctx, enum bench_collective collective)
+int run_bench(const rank_ctx *ctx, enum example_collective collective)
 {
   const example_options *o = ctx->opts;
   bench b = {.ctx = ctx, .opts = o, .coll = bench_coll_of(collective)};
