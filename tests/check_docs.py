@@ -3,7 +3,9 @@
 
 - A code block after `<!-- expected-output PROGRAM N -->` must equal what
   PROGRAM prints on N ranks and N visible GPUs, both as the oracle
-  (tests/lib/expected_output.py) says and as the simulated program prints.
+  (tests/lib/expected_output.py) says and as the simulated program prints,
+  up to its last lines, the report of what ran: those must be lines that a
+  recorded GPU run printed (docs/what-ran/h200-*.txt).
 - The README's option table names every option the programs accept and no
   other, with the default count and NTHREADS limit of the code; its
   exit-status table lists exactly 0, 1 and the EXIT_* codes of
@@ -28,40 +30,11 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 import expected_output  # noqa: E402
+from markdown import code_blocks, tracked  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIM = os.path.join(ROOT, "tests", "build", "sim-pthread")
 MAIN = {"allreduce_sm": "01_allreduce/c/main.c", "allgather_ce": "02_allgather/c/main.c"}
-
-
-def tracked(pattern):
-    """The repository's files matching pattern ("*.md"): git's list in a
-    checkout, else every such file outside build folders."""
-    out = subprocess.run(["git", "ls-files", pattern], cwd=ROOT, capture_output=True, text=True)
-    if out.returncode == 0 and out.stdout.strip():
-        # A copy of the tree whose git index is older may list removed files.
-        return [p for p in out.stdout.split() if os.path.exists(os.path.join(ROOT, p))]
-    found = []
-    for folder, dirs, files in os.walk(ROOT):
-        dirs[:] = [d for d in dirs if not d.startswith(".") and d not in ("build", "gpu-logs")]
-        found += [os.path.relpath(os.path.join(folder, f), ROOT) for f in files if f.endswith(pattern[1:])]
-    return sorted(found)
-
-
-def code_blocks(text):
-    """Yields (language, lines, the line before the opening fence)."""
-    lines = text.split("\n")
-    i = 0
-    while i < len(lines):
-        m = re.match(r"^```(\w*)\s*$", lines[i])
-        if m:
-            start = i + 1
-            i = start
-            while i < len(lines) and lines[i].rstrip() != "```":
-                i += 1
-            before = lines[start - 2] if start >= 2 else ""
-            yield m.group(1), lines[start:i], before
-        i += 1
 
 
 def run_sim(program, nranks):
@@ -119,11 +92,14 @@ def header_value(name):
 
 
 def check_tables(problems):
-    """The README's option and exit-status tables against the code."""
+    """The README's option and exit-status tables (and the --bench usage
+    line of docs/bench/README.md) against the code."""
     readme = open(os.path.join(ROOT, "README.md")).read()
     checks = 0
     options = table(readme, "option")
-    bench = re.search(r"\./allreduce_sm --bench (.*)", readme)
+    # The --bench options: in the usage line of docs/bench/README.md.
+    bench_doc = open(os.path.join(ROOT, "docs", "bench", "README.md")).read()
+    bench = re.search(r"\./allreduce_sm --bench (.*)", bench_doc)
     documented = set()
     for row in options:
         documented |= set(re.findall(r"(?<![\w-])(--?[a-z][a-z-]*)", row[0]))
@@ -132,7 +108,7 @@ def check_tables(problems):
     checks += 1
     for opt in sorted(accepted - documented - bench_documented):
         problems.append(f"README.md: option {opt} is accepted by common/src/options.c but not in the option table"
-                        " or the --bench usage line")
+                        " or docs/bench/README.md's --bench usage line")
     for opt in sorted(documented - accepted):
         problems.append(f"README.md: the option table lists {opt}, which common/src/options.c does not accept")
     if not options:
@@ -245,22 +221,33 @@ def main():
     sources = {p: [l.strip() for l in open(os.path.join(ROOT, p)).read().split("\n")]
                for p in tracked("*.c") + tracked("*.h")}
     main_lines = {prog: open(os.path.join(ROOT, path)).read().split("\n") for prog, path in MAIN.items()}
+    recorded_reports = {line for path in glob.glob(os.path.join(ROOT, "docs", "what-ran", "h200-*.txt"))
+                        for line in open(path).read().split("\n")}
     checked = 0
     for doc in tracked("*.md"):
         text = open(os.path.join(ROOT, doc)).read()
-        for lang, lines, before in code_blocks(text):
+        for lang, lines, before, _ in code_blocks(text):
             m = re.match(r"<!-- expected-output (\S+) (\d+) -->", before.strip())
             if m:
                 checked += 1
                 prog, n = m.group(1), int(m.group(2))
-                # The report of what ran depends on the machine: the README
-                # shows it apart, so compare the lines before it.
+                # The report of what ran (the last lines) depends on the
+                # machine: the block must end with one that a recorded GPU
+                # run printed (docs/what-ran/h200-*.txt), and the lines
+                # before it must be what the program prints.
+                lesson_lines = expected_output.without_report(lines)
+                report = lines[len(lesson_lines):]
+                if not report:
+                    problems.append(f"{doc}: the expected output of {prog} lacks its last line, What ran")
+                for line in report:
+                    if line not in recorded_reports:
+                        problems.append(f"{doc}: '{line}' is in no recorded GPU run (docs/what-ran/h200-*.txt)")
                 for source, got in (("the oracle", expected_output.expected(prog, n, report=False)),
                                     ("the program", expected_output.without_report(run_sim(prog, n)))):
-                    if got != lines:
+                    if got != lesson_lines:
                         problems.append(f"{doc}: expected output of {prog} on {n} ranks differs from {source}'s:")
                         problems += [f"  {line}" for line in difflib.unified_diff(
-                            lines, got, "README", source, lineterm="", n=1)]
+                            lesson_lines, got, "README", source, lineterm="", n=1)]
             if lang == "c":
                 checked += 1
                 chunks, chunk = [], []

@@ -1,0 +1,70 @@
+# The shell blocks of the READMEs and docs (tests/doc_blocks.py): every one
+# is marked, and those that run without a GPU run, in order, as a reader
+# would, in a scratch copy of the tree under the simulation: one case per
+# file, docs/FILE. The controls give doc_blocks.py the pages of
+# tests/data/docs and want each to fail, and say why.
+# Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
+
+if ! command -v python3 >/dev/null; then
+  skip docs/every-shell-block-marked "python3 not installed"
+else
+  if begin docs/every-shell-block-marked; then
+    run python3 tests/doc_blocks.py --check
+    want_status 0
+    want_out "0 unmarked"
+    [ "$status" = 0 ] || why+="$(grep -v '^doc_blocks:' "$f.out" | head -n 3 | tr '\n' ' ')"
+    end
+  fi
+  if begin docs/control/an-unmarked-block-fails; then
+    run python3 tests/doc_blocks.py --check tests/data/docs/unmarked.md
+    want_status 1
+    want_out "tests/data/docs/unmarked.md:3: shell block without a mark"
+    end
+  fi
+
+  # One case per page: a page's blocks run in one shell, a build of one
+  # block is what the next finds. A doc block that starts the suite runs
+  # one case of it (doc_blocks.py, NESTED_FILTER).
+  for doc in $(python3 tests/doc_blocks.py --files); do
+    if [ $HAVE_MPI = 0 ] && python3 tests/doc_blocks.py --needs-mpi "$doc"; then
+      skip "docs/$doc" "its blocks use mpirun or MPI=1: $NO_MPI"
+      continue
+    fi
+    if begin "docs/$doc"; then
+      need programs-sim-pthread
+      TIMEOUT=300 run python3 tests/doc_blocks.py --run "$doc" --time-limit 280
+      want_status 0
+      want_out "doc_blocks: every block ran"
+      [ "$status" = 0 ] || why+="$(grep '^doc_blocks: ' "$f.out" | tail -n 1) "
+      end
+    fi
+  done
+
+  # The controls: what the docs cases must catch.
+  if begin docs/control/the-old-run-block-fails-in-order; then
+    need programs-sim-pthread
+    run python3 tests/doc_blocks.py --run tests/data/docs/run-out-of-order.md
+    want_status 1
+    want_out "doc_blocks: tests/data/docs/run-out-of-order.md:6: exit status 127"
+    want_out "./allgather_ce: No such file or directory"
+    no_out "every block ran"
+    end
+  fi
+  if begin docs/control/a-transcript-that-differs-fails; then
+    need programs-sim-pthread
+    run python3 tests/doc_blocks.py --run tests/data/docs/output-differs.md
+    want_status 1
+    want_out "doc_blocks: tests/data/docs/output-differs.md:5: the output differs from the block"
+    want_out "+what the command prints"
+    end
+  fi
+  if begin docs/control/a-command-that-never-returns-is-ended; then
+    need programs-sim-pthread
+    run python3 tests/doc_blocks.py --run tests/data/docs/never-returns.md --time-limit 3
+    want_status 1
+    want_out "before"
+    want_err "doc_blocks: tests/data/docs/never-returns.md:6: sleep 600: had not finished after 3 s"
+    no_out "never reached"
+    end
+  fi
+fi
