@@ -18,6 +18,8 @@
   source file, must name a FILE of docs/facts holding the fact ID, and
   OUTCOME must be how that file's row begins when read as "RESULT, window
   WINDOW; DETAIL" (RESULT without NCCL's "(run with ...)" hint).
+- docs/building.md names every target and variable `make help` lists.
+- A lesson's main.c names nothing of --bench (BENCH_*, bench_*, run_bench).
 Prints one line per problem; exits 1 if there is any.
 """
 import difflib
@@ -200,6 +202,31 @@ def check_lifecycle_diagram(problems):
     return checked
 
 
+def check_make_help(problems):
+    """docs/building.md names every target and variable `make help` lists
+    (the top-level Makefile's help recipe)."""
+    makefile = open(os.path.join(ROOT, "Makefile")).read()
+    recipe = makefile[makefile.index("\nhelp:"):]
+    targets = set(re.findall(r'@echo "make ([a-z0-9_-]+)', recipe)) - {"MPI"}
+    variables = set(re.findall(r"([A-Z_]+)=", re.search(r'@echo "variables: (.*)"', recipe).group(1)))
+    doc = open(os.path.join(ROOT, "docs", "building.md")).read()
+    for name in sorted(targets | variables):
+        if f"`{name}" not in doc:
+            problems.append(f"docs/building.md: `make help` lists {name}, which it does not name")
+    return len(targets) + len(variables)
+
+
+def check_lesson_names_no_benchmark(problems):
+    """A lesson's main.c uses nothing of --bench: its descriptor names the
+    collective it teaches (COLLECTIVE_*), the driver maps it to a benchmark."""
+    for path in MAIN.values():
+        for number, line in enumerate(open(os.path.join(ROOT, path)).read().split("\n"), 1):
+            code = re.sub(r"/\*.*?\*/|^\s*\*.*", "", line)
+            if re.search(r"\b(BENCH_\w+|bench_\w+|run_bench)\b", code):
+                problems.append(f"{path}:{number}: the lesson names the benchmark: {line.strip()}")
+    return len(MAIN)
+
+
 def check_links(problems):
     """Every relative link of a tracked .md file names a file or folder
     that exists."""
@@ -272,6 +299,8 @@ def main():
     checked += check_fact_citations(problems)
     checked += check_lifecycle_diagram(problems)
     checked += check_links(problems)
+    checked += check_make_help(problems)
+    checked += check_lesson_names_no_benchmark(problems)
     for p in problems:
         print(p)
     print(f"check_docs: {checked} checks, {len(problems)} problems")
