@@ -150,16 +150,21 @@ def script(doc, work):
 
 def copy_tree(dest):
     """Copies the working tree's files (those git tracks or would track)
-    into dest."""
+    into dest. Outside a git checkout: every file but build folders, then
+    `make clean` there removes what a build left (the programs)."""
     listed = subprocess.run(["git", "ls-files", "-z", "-co", "--exclude-standard"], cwd=ROOT,
                             capture_output=True, text=True)
-    if listed.returncode == 0 and listed.stdout:
+    in_git = listed.returncode == 0 and listed.stdout
+    if in_git:
         files = [p for p in listed.stdout.split("\0") if p and os.path.isfile(os.path.join(ROOT, p))]
     else:
         files = tracked("*")
     for p in files:
         os.makedirs(os.path.join(dest, os.path.dirname(p)), exist_ok=True)
         shutil.copy2(os.path.join(ROOT, p), os.path.join(dest, p))
+    if not in_git:
+        print("doc_blocks: not a git checkout: copied every file but build folders, then make clean")
+        subprocess.run(["make", "-s", "clean"], cwd=dest, stdout=subprocess.DEVNULL, check=True)
 
 
 def run(doc, time_limit):
