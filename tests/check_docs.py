@@ -13,7 +13,8 @@
 - Every ```c block must appear in the sources: its lines, stripped of leading
   blanks, contiguous and in order; a line `/* ... */` skips any lines.
 - A documented error line `PROG: rank R: main.c:LINE: CALL failed` must name
-  a LINE of PROG's main.c that holds CALL.
+  a LINE of PROG's main.c that holds CALL; a watchdog line `PROG: rank R:
+  in CALL(...) (main.c:LINE)` one where the statement holding CALL starts.
 - A citation of a recorded fact, `[fact ID @ FILE = OUTCOME]` in any .md or
   source file, must name a FILE of docs/facts holding the fact ID, and
   OUTCOME must be how that file's row begins when read as "RESULT, window
@@ -288,6 +289,17 @@ def main():
                 if not any(contains_in_order(src, chunks) for src in sources.values()):
                     problems.append(f"{doc}: C snippet not found in the sources: {lines[0].strip()} ...")
             for l in lines:
+                w = re.match(r"^(\w+): rank \d+: in ((?:cuda|nccl)\w+)\(.*\) \(main\.c:(\d+)\)", l)
+                if w:
+                    # The watchdog's "in CALL (main.c:LINE)": LINE is where
+                    # the CHECK macro holding CALL starts.
+                    checked += 1
+                    prog, call, num = w.group(1), w.group(2), int(w.group(3))
+                    src = main_lines.get(prog, [])
+                    here = src[num - 1] if num <= len(src) else ""
+                    after = src[num] if num < len(src) else ""
+                    if call not in here and not (here.rstrip().endswith("CHECK(") and call in after):
+                        problems.append(f"{doc}: '{prog} main.c:{num}' does not hold {call}")
                 e = re.match(r"^(\w+): rank \d+: main\.c:(\d+): (.*?) failed", l)
                 if e:
                     checked += 1
