@@ -7,12 +7,15 @@ The line above its fence says whether the test suite can run it:
 
   <!-- runs without a GPU -->                       make test runs it
   <!-- runs without a GPU: 8 simulated GPUs -->     ... with 8 GPUs (default 4)
+  <!-- runs without a GPU; uses gnuplot -->         ... where gnuplot is installed
   <!-- needs a GPU -->, <!-- needs a cluster -->,   not run here; the text
   <!-- needs ... -->                                after "needs" says why
 
   doc_blocks.py --check [FILE...]  every shell block is marked (exit 1 if not)
   doc_blocks.py --files       the files with a block that runs without a GPU
-  doc_blocks.py --needs-mpi FILE   exit 0 if FILE's runnable blocks use MPI
+  doc_blocks.py --missing FILE     the commands FILE's runnable blocks need
+                              that this machine lacks (mpirun for MPI, and
+                              those a mark names: "; uses gnuplot")
   doc_blocks.py --run FILE [--time-limit S]   runs FILE's runnable blocks
                               (exit 1 at the first that fails, or after S s)
 
@@ -44,7 +47,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib
 from markdown import ROOT, code_blocks, tracked  # noqa: E402
 
 SHELL_LANGS = ("sh", "bash", "shell", "console")
-RUNS = re.compile(r"^<!-- runs without a GPU(?:: (\d+) simulated GPUs?)? -->$")
+RUNS = re.compile(r"^<!-- runs without a GPU(?:: (\d+) simulated GPUs?)?(?:; uses ([\w, -]+))? -->$")
 NEEDS = re.compile(r"^<!-- needs (\S.*?) -->$")
 DEFAULT_GPUS = 4
 # One case of the suite and one cell of the fault matrix: what the suite
@@ -73,7 +76,8 @@ def shell_blocks(doc):
         before = block.before.strip()
         runs, needs = RUNS.match(before), NEEDS.match(before)
         if runs:
-            mark = ("runs", int(runs.group(1) or DEFAULT_GPUS))
+            uses = [c.strip() for c in (runs.group(2) or "").split(",") if c.strip()]
+            mark = ("runs", int(runs.group(1) or DEFAULT_GPUS), uses)
         elif needs:
             mark = ("needs", needs.group(1))
         else:
@@ -97,7 +101,20 @@ def check(docs):
 
 
 def runnable(doc):
-    return [(b, m[1]) for b, m in shell_blocks(doc) if m and m[0] == "runs"]
+    """doc's blocks that run without a GPU: (block, simulated GPUs, the
+    commands the mark says it uses)."""
+    return [(b, m[1], m[2]) for b, m in shell_blocks(doc) if m and m[0] == "runs"]
+
+
+def missing(doc):
+    """The commands doc's runnable blocks need that this machine lacks:
+    mpirun where they use MPI, and those their marks name."""
+    need = []
+    for block, _, uses in runnable(doc):
+        if re.search(r"\bmpirun\b|\bMPI=1\b", "\n".join(block.lines)):
+            need += ["mpirun", "mpicc"]
+        need += uses
+    return sorted({c for c in need if shutil.which(c) is None})
 
 
 def commands(lines):
@@ -117,7 +134,7 @@ def script(doc, work):
     """The bash script that runs doc's runnable blocks in order."""
     out = ["doc_fail() { echo \"doc_blocks: $1: exit status $2\" >&2; exit 1; }",
            "cd \"$DOC_REPO\" || exit 1"]
-    for block, gpus in runnable(doc):
+    for block, gpus, _ in runnable(doc):
         out.append(f"export SIM_DEVICES={gpus}")
         lines = block.lines
         transcript = any(l.startswith("$ ") for l in lines)
@@ -210,7 +227,10 @@ def run(doc, time_limit):
             return 1
         sys.stdout.write(output)
         if proc.returncode != 0:
-            if not any(l.startswith("doc_blocks: ") for l in output.split("\n")):
+            # The end of the output on stderr too: the suite shows it.
+            tail = [l for l in output.split("\n") if l and not l.startswith("  CC")][-8:]
+            print("\n".join(tail), file=sys.stderr)
+            if not any(l.startswith("doc_blocks: ") for l in tail):
                 print(f"doc_blocks: {doc}: bash exited {proc.returncode}", file=sys.stderr)
             return 1
         return 0
@@ -224,7 +244,8 @@ def main(argv):
     what.add_argument("--check", nargs="*", metavar="FILE",
                       help="every shell block of these files (default: all but tests/data's) is marked")
     what.add_argument("--files", action="store_true", help="the files with a block that runs without a GPU")
-    what.add_argument("--needs-mpi", metavar="FILE", help="exit 0 if FILE's runnable blocks use MPI")
+    what.add_argument("--missing", metavar="FILE",
+                      help="the commands FILE's runnable blocks need that are not installed (mpirun, gnuplot, ...)")
     what.add_argument("--run", metavar="FILE", help="run FILE's runnable blocks in order")
     ap.add_argument("--time-limit", type=int, default=TIME_LIMIT, metavar="S",
                     help=f"with --run: end the blocks after S seconds (default {TIME_LIMIT})")
@@ -234,9 +255,9 @@ def main(argv):
     if a.files:
         print("\n".join(d for d in documents() if runnable(d)))
         return 0
-    if a.needs_mpi:
-        uses = any(re.search(r"\bmpirun\b|\bMPI=1\b", "\n".join(b.lines)) for b, _ in runnable(a.needs_mpi))
-        return 0 if uses else 1
+    if a.missing:
+        print(" ".join(missing(a.missing)))
+        return 0
     return run(a.run, a.time_limit)
 
 
