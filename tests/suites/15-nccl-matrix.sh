@@ -1,6 +1,6 @@
-# The programs against the oldest NCCL on PyPI with windows and the newest
-# there when the matrix was set (nvidia-nccl-cu13 wheels; 2.32.3 on
-# 2026-12-02, PyPI listed 2.32.6 on 2026-12-03): built in both modes through NCCL_HOME in the
+# The programs against the oldest nvidia-nccl-cu13 wheel on PyPI (2.27.7)
+# and the newest there when the matrix was set (2.32.3 on 2026-12-02;
+# `pip index versions` listed 2.32.6 on 2026-12-03): built in both modes through NCCL_HOME in the
 # wheel's layout, run up to the GPU check, and the unit tests that need
 # only the library (its version, a real ncclGetUniqueId).
 #
