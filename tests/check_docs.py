@@ -33,9 +33,8 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 import expected_output  # noqa: E402
-from markdown import code_blocks, tracked  # noqa: E402
+from markdown import ROOT, code_blocks, tracked  # noqa: E402
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIM = os.path.join(ROOT, "tests", "build", "sim-pthread")
 MAIN = {"allreduce_sm": "01_allreduce/c/main.c", "allgather_ce": "02_allgather/c/main.c"}
 
