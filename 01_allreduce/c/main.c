@@ -57,24 +57,30 @@ static int allreduce_sm(const rank_ctx *ctx)
 
   /* STEP 3: Register symmetric memory windows -----------------------------
    * Collective: every rank registers, or the others wait; the same size on
-   * every rank, as NCCL < 2.30.5 requires (2.30.5+ allow sizes to differ). */
-  ncclWindow_t send_win;
-  ncclWindow_t recv_win;
+   * every rank, as NCCL < 2.30.5 requires (2.30.5+ allow sizes to differ).
+   * NULL first: without symmetric support NCCL 2.28.3 returns success and
+   * leaves the handle unwritten (its src/dev_runtime.cc), and a NULL handle
+   * is one that ncclCommWindowDeregister accepts. */
+  ncclWindow_t send_win = NULL;
+  ncclWindow_t recv_win = NULL;
   NCCLCHECK(ncclCommWindowRegister(comm, d_sendbuff, size_bytes, &send_win,
                                    NCCL_WIN_COLL_SYMMETRIC));
   NCCLCHECK(ncclCommWindowRegister(comm, d_recvbuff, size_bytes, &recv_win,
                                    NCCL_WIN_COLL_SYMMETRIC));
   all_ranks_report_windows(ctx, send_win, recv_win);
 
-  /* STEP 4: Initialize data: every element is the rank's number ---------- */
-  fill_floats(h_data, count, (float)my_rank);
-  /* Built with per-thread default streams (common/toolchain.mk), so this
-   * copy cannot wait for other ranks sharing the GPU. */
-  CUDACHECK(cudaMemcpy(d_sendbuff, h_data, size_bytes, cudaMemcpyHostToDevice));
-  all_ranks_print(ctx, "  Rank %d data initialized (value: %d)\n", my_rank,
-                  my_rank);
+  /* STEP 4: Initialize data: every element is the rank's number ----------
+   * On the collective's stream: a copy from pageable memory may return
+   * before its bytes land, and only the stream orders them before the
+   * collective (a plain cudaMemcpy would run on this thread's own default
+   * stream, which nothing orders with `stream`). */
   cudaStream_t stream;
   CUDACHECK(cudaStreamCreate(&stream));
+  fill_floats(h_data, count, (float)my_rank);
+  CUDACHECK(cudaMemcpyAsync(d_sendbuff, h_data, size_bytes,
+                            cudaMemcpyHostToDevice, stream));
+  all_ranks_print(ctx, "  Rank %d data initialized (value: %d)\n", my_rank,
+                  my_rank);
 
   /* STEP 5: AllReduce (sum, out of place) on the windows ----------------- */
   print_root(ctx, "Starting AllReduce with %zu elements (%zu MB)\n", count,

@@ -71,25 +71,27 @@ static int allgather_ce(const rank_ctx *ctx)
   NCCLCHECK(ncclMemAlloc(&d_recvbuff, recv_size_bytes));
 
   /* STEP 3: Register symmetric memory windows -----------------------------
-   * Collective; the same sizes on every rank, as NCCL < 2.30.5 requires. */
-  ncclWindow_t send_win;
-  ncclWindow_t recv_win;
+   * Collective; the same sizes on every rank, as NCCL < 2.30.5 requires.
+   * NULL first: NCCL 2.28.3 can return success without writing the handle
+   * (see 01_allreduce). */
+  ncclWindow_t send_win = NULL;
+  ncclWindow_t recv_win = NULL;
   NCCLCHECK(ncclCommWindowRegister(comm, d_sendbuff, send_size_bytes, &send_win,
                                    NCCL_WIN_COLL_SYMMETRIC));
   NCCLCHECK(ncclCommWindowRegister(comm, d_recvbuff, recv_size_bytes, &recv_win,
                                    NCCL_WIN_COLL_SYMMETRIC));
   all_ranks_report_windows(ctx, send_win, recv_win);
 
-  /* STEP 4: Initialize data: every element is the rank's number ---------- */
-  fill_floats(h_data, sendcount, (float)my_rank);
-  /* Built with per-thread default streams (common/toolchain.mk), so this
-   * copy cannot wait for other ranks sharing the GPU. */
-  CUDACHECK(
-      cudaMemcpy(d_sendbuff, h_data, send_size_bytes, cudaMemcpyHostToDevice));
-  all_ranks_print(ctx, "  Rank %d data initialized (value: %d)\n", my_rank,
-                  my_rank);
+  /* STEP 4: Initialize data: every element is the rank's number ----------
+   * On the collective's stream, which orders the copy before the AllGather
+   * (see 01_allreduce). */
   cudaStream_t stream;
   CUDACHECK(cudaStreamCreate(&stream));
+  fill_floats(h_data, sendcount, (float)my_rank);
+  CUDACHECK(cudaMemcpyAsync(d_sendbuff, h_data, send_size_bytes,
+                            cudaMemcpyHostToDevice, stream));
+  all_ranks_print(ctx, "  Rank %d data initialized (value: %d)\n", my_rank,
+                  my_rank);
 
   /* STEP 5: AllGather on the windows --------------------------------------
    * With symmetric windows and CTAPolicy ZERO, NCCL can use the copy

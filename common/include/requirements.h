@@ -13,12 +13,6 @@
  * NCCL_HOME to a newer NCCL). */
 #if !defined(NCCL_VERSION_CODE) || NCCL_VERSION_CODE < NCCL_VERSION(2, 27, 0)
 #error "nccl.h is older than 2.27: symmetric windows need NCCL >= 2.27"
-/* An integer variable of NCCL's, read as NCCL reads them (NCCL 2.30.7,
- * src/misc/param.cc, ncclLoadParam): unset or empty gives `unset`;
- * otherwise strtoll(text, NULL, 0), so "1x" is 1 and "yes" is 0; a value
- * out of range gives `unset` as well. */
-long long nccl_int_variable(const char *name, long long unset);
-
 #endif
 
 /* Collective. Compares the NCCL library loaded at run time (ncclGetVersion)
@@ -28,21 +22,18 @@ long long nccl_int_variable(const char *name, long long unset);
 int all_ranks_require_nccl(const rank_ctx *ctx, int min_code,
                            const char *feature);
 
-/* Collective. Each rank that got a NULL window from a successful
- * ncclCommWindowRegister says so in one line; the run goes on, on NCCL's
- * regular path. What a NULL window means depends on the NCCL version
- * (docs/facts): NCCL 2.30.7 hands one back when windows are off
- * (NCCL_WIN_ENABLE=0, NCCL_CUMEM_ENABLE=0) or unsupported (ranks on several
- * hosts); NCCL 2.28.3 with NCCL_LOCAL_REGISTER=0, while it handed back a
- * window for a buffer 256 bytes into an allocation: a non-NULL window there
- * does not prove symmetric support. So the
- * line says what happened, not why. Returns 1 if this rank's windows are
- * real. */
+/* Collective. Each rank without a symmetric window says so in one line,
+ * and the run goes on, on NCCL's regular path: a NULL handle after a
+ * successful ncclCommWindowRegister (NCCL 2.30.7 writes NULL without
+ * symmetric support; NCCL 2.28.3 may leave the handle unwritten, so the
+ * caller must set it to NULL first), or, with NCCL before 2.28.7 and one
+ * rank, a handle that is an ordinary local registration (see
+ * docs/troubleshooting.md). Returns 1 if this rank's windows are real. */
 int all_ranks_report_windows(const rank_ctx *ctx, ncclWindow_t send_win,
                              ncclWindow_t recv_win);
 
-/* Not collective: 1 if all_ranks_report_windows saw a NULL window on this
- * rank (the report of what ran names the cause). */
+/* Not collective: 1 if all_ranks_report_windows found no symmetric window
+ * on this rank (the report of what ran names the cause). */
 int rank_got_null_window(void);
 
 /* Writes "2.28.9" for an NCCL version code into buf. */

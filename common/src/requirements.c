@@ -45,15 +45,32 @@ int all_ranks_report_windows(const rank_ctx *ctx, ncclWindow_t send_win,
                              ncclWindow_t recv_win)
 {
   int real = send_win != NULL && recv_win != NULL;
-  null_window_seen |= !real;
+  int code = 0;
+  NCCLCHECK(ncclGetVersion(&code));
+  /* Before 2.28.7 a rank alone on its node has no symmetric support, and
+   * the handle is an ordinary local registration (NCCL 2.28.3,
+   * src/transport.cc and src/dev_runtime.cc). One rank is alone for sure;
+   * ranks on hosts of their own are What ran's to name. */
+  int local_only = real && ctx->nranks == 1 && code < NCCL_VERSION(2, 28, 7);
+  null_window_seen |= !real || local_only;
   char line[ALL_RANKS_GATHER_MAX] = "";
   if (!real)
     snprintf(line, sizeof line,
-             "  Rank %d: no symmetric window: NCCL handed back a NULL window;"
-             " the collective runs on NCCL's regular path\n",
+             "  Rank %d: no symmetric window: the handle is NULL after"
+             " ncclCommWindowRegister; the collective runs on NCCL's regular"
+             " path\n",
              ctx->rank);
+  else if (local_only) {
+    char have[32];
+    format_nccl_version(code, have, sizeof have);
+    snprintf(line, sizeof line,
+             "  Rank %d: no symmetric window: NCCL %s (before 2.28.7) has"
+             " none for a rank alone on its node, and hands back a local"
+             " registration; the collective runs on NCCL's regular path\n",
+             ctx->rank, have);
+  }
   all_ranks_print_line(ctx, line);
-  return real;
+  return real && !local_only;
 }
 
 const char *shared_gpu_hint(void)

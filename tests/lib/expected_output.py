@@ -50,13 +50,18 @@ def mb(nbytes):
     return f"{nbytes / 1048576:.2f}"
 
 
-NULL_WINDOW = ("  Rank {r}: no symmetric window: NCCL handed back a NULL window;"
-               " the collective runs on NCCL's regular path")
+NULL_WINDOW = ("  Rank {r}: no symmetric window: the handle is NULL after"
+               " ncclCommWindowRegister; the collective runs on NCCL's regular path")
+LOCAL_REGISTRATION = ("  Rank {r}: no symmetric window: NCCL {nccl} (before 2.28.7) has"
+                      " none for a rank alone on its node, and hands back a local"
+                      " registration; the collective runs on NCCL's regular path")
 
 
-def lesson(program, n, count, ngpus, null_windows=False):
+def lesson(program, n, count, ngpus, null_windows=False, local_registration=None):
     ranks = range(n)
     no_windows = [NULL_WINDOW.format(r=r) for r in ranks] if null_windows else []
+    if local_registration:
+        no_windows = [LOCAL_REGISTRATION.format(r=r, nccl=local_registration) for r in ranks]
     size = count * 4
     out = []
     if program == "allreduce_sm":
@@ -94,12 +99,15 @@ def lesson(program, n, count, ngpus, null_windows=False):
 
 
 def expected(program, nranks, count=DEFAULT_COUNT, mode="pthread", ngpus=None, shared_sms=None,
-             report=True, null_windows=False):
+             report=True, null_windows=False, local_registration=None):
     """The lines of stdout, without newlines; with `report`, those of a
-    build without CUPTI; with `null_windows`, every rank's window NULL."""
+    build without CUPTI; with `null_windows`, every rank's window NULL;
+    with `local_registration` (an NCCL version), every rank's handle a
+    local registration of that NCCL."""
     ngpus = nranks if ngpus is None else ngpus
     lines = shared_lines(nranks, ngpus, shared_sms) if shared_sms else []
-    lines += header(mode, nranks, ngpus) + lesson(program, nranks, count, ngpus, null_windows)
+    lines += header(mode, nranks, ngpus) + lesson(program, nranks, count, ngpus, null_windows,
+                                                 local_registration)
     return lines + ([NO_CUPTI_REPORT] if report else [])
 
 
@@ -113,9 +121,11 @@ def main():
     ap.add_argument("--shared-sms", type=int)
     ap.add_argument("--no-report", action="store_true")
     ap.add_argument("--null-windows", action="store_true", help="every rank's window is NULL")
+    ap.add_argument("--local-registration", metavar="NCCL",
+                    help="every rank's handle is a local registration of this NCCL version")
     a = ap.parse_args()
     for line in expected(a.program, a.nranks, a.count, a.mode, a.gpus, a.shared_sms, not a.no_report,
-                         a.null_windows):
+                         a.null_windows, a.local_registration):
         print(line)
 
 

@@ -37,9 +37,9 @@ ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
                            ncclComm_t comm, cudaStream_t stream)
 {
   const char *call = "ncclAllReduce";
-  (void)stream;
   if (injected_failure(call))
     return ncclUnhandledCudaError;
+  stream_sync_point(stream, 0); /* after the stream's earlier work */
   if (datatype != ncclFloat || op != ncclSum) {
     snprintf(last_error, sizeof last_error,
              "ncclsim: only float sum is simulated");
@@ -78,9 +78,9 @@ ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff,
                            ncclComm_t comm, cudaStream_t stream)
 {
   const char *call = "ncclAllGather";
-  (void)stream;
   if (injected_failure(call))
     return ncclUnhandledCudaError;
+  stream_sync_point(stream, 0); /* after the stream's earlier work */
   if (datatype != ncclFloat) {
     snprintf(last_error, sizeof last_error, "ncclsim: only float is simulated");
     return ncclInvalidArgument;

@@ -139,7 +139,10 @@ void *new_alloc(size_t size, enum alloc_kind kind)
     free(a);
     return NULL;
   }
-  memset(p, 0xA5, size); /* device memory starts as garbage, not zeros */
+  /* Device memory starts as garbage, not zeros: all-ones bytes, which read
+   * as NaN in every float, so that no value a program did not write can
+   * pass a check (0xA5 bytes read as -2.87e-16, which passes for 0). */
+  memset(p, 0xFF, size);
   *a = (sim_alloc){
       .base = p, .size = size, .kind = kind, .device = current_device};
   pthread_mutex_lock(&lock);
@@ -176,6 +179,7 @@ cudaError_t cudaFree(void *ptr)
     return cudaErrorUnknown;
   if (ptr == NULL)
     return cudaSuccess;
+  land_all_copies(); /* cudaFree waits for the device */
   pthread_mutex_lock(&lock);
   sim_alloc *a = find_alloc(ptr, 1);
   if (a != NULL && a->kind == FROM_NCCL_MEM_ALLOC)
@@ -190,10 +194,111 @@ cudaError_t cudaFree(void *ptr)
   return cudaSuccess;
 }
 
-static cudaError_t copy(void *dst, const void *src, size_t count,
-                        enum cudaMemcpyKind kind)
+/* ------------------------------------------------------------------------
+ * Copies that land later (see sim.h)
+ * --------------------------------------------------------------------- */
+
+typedef struct staged_copy {
+  struct staged_copy *next;
+  const void *queue; /* queue_key of its stream */
+  void *dst;
+  size_t size;
+  unsigned char *bytes;
+} staged_copy;
+
+static staged_copy *staged; /* oldest first; guarded by `lock` */
+static const char legacy_stream_key = 'L';
+static _Thread_local char per_thread_stream_key = 'T';
+
+const void *queue_key(cudaStream_t stream, int ptds_entry)
 {
-  if (injected_failure("cudaMemcpy"))
+  if (stream == cudaStreamPerThread || (stream == NULL && ptds_entry))
+    return &per_thread_stream_key;
+  if (stream == NULL || stream == cudaStreamLegacy)
+    return &legacy_stream_key;
+  return stream;
+}
+
+/* Writes the staged copies that `take` selects, oldest first. */
+static void land_where(int (*take)(const staged_copy *, const void *),
+                       const void *arg)
+{
+  pthread_mutex_lock(&lock);
+  for (staged_copy **link = &staged; *link;) {
+    staged_copy *c = *link;
+    if (!take(c, arg)) {
+      link = &c->next;
+      continue;
+    }
+    *link = c->next;
+    memcpy(c->dst, c->bytes, c->size);
+    free(c->bytes);
+    free(c);
+  }
+  pthread_mutex_unlock(&lock);
+}
+
+static int in_queue(const staged_copy *c, const void *key)
+{
+  return c->queue == key;
+}
+static int any_copy(const staged_copy *c, const void *unused)
+{
+  (void)c, (void)unused;
+  return 1;
+}
+
+void land_queue(const void *key) { land_where(in_queue, key); }
+void land_all_copies(void) { land_where(any_copy, NULL); }
+
+void stream_sync_point(cudaStream_t stream, int ptds_entry)
+{
+  const void *key = queue_key(stream, ptds_entry);
+  land_queue(key);
+  /* The per-thread default stream and blocking streams wait for the legacy
+   * default stream; non-blocking streams do not. */
+  int waits_for_legacy = key == &per_thread_stream_key;
+  if (key != &legacy_stream_key && key != &per_thread_stream_key) {
+    pthread_mutex_lock(&lock);
+    for (const struct CUstream_st *s = streams; s; s = s->next)
+      if (s == stream)
+        waits_for_legacy = !s->nonblocking;
+    pthread_mutex_unlock(&lock);
+  }
+  if (waits_for_legacy)
+    land_queue(&legacy_stream_key);
+}
+
+/* Stages a host-to-device copy on the queue `key`; 0 if out of memory. */
+static int stage(const void *key, void *dst, const void *src, size_t count)
+{
+  staged_copy *c = calloc(1, sizeof *c);
+  unsigned char *bytes = malloc(count ? count : 1);
+  if (c == NULL || bytes == NULL) {
+    free(c);
+    free(bytes);
+    return 0;
+  }
+  memcpy(bytes, src, count);
+  *c = (staged_copy){.queue = key, .dst = dst, .size = count, .bytes = bytes};
+  pthread_mutex_lock(&lock);
+  staged_copy **link = &staged;
+  while (*link)
+    link = &(*link)->next;
+  *link = c;
+  pthread_mutex_unlock(&lock);
+  return 1;
+}
+
+/* A copy on `stream` (cudaMemcpy: the default stream). Host memory here is
+ * always pageable (the programs allocate no pinned memory): a
+ * host-to-device copy is staged and lands later; the others are done when
+ * the call returns, as CUDA does for copies to pageable memory. */
+static cudaError_t copy(const char *call, void *dst, const void *src,
+                        size_t count, enum cudaMemcpyKind kind,
+                        cudaStream_t stream, int ptds_entry)
+{
+  if (injected_failure(call))
     return cudaErrorInvalidValue;
   pthread_mutex_lock(&lock);
   int dst_dev = find_alloc(dst, count) != NULL;
@@ -204,6 +309,13 @@ static cudaError_t copy(void *dst, const void *src, size_t count,
       (kind == cudaMemcpyDeviceToHost && !src_dev) ||
       (kind == cudaMemcpyDeviceToDevice && !(dst_dev && src_dev)))
     return cudaErrorInvalidValue;
+  /* Ordered after the stream's earlier work (for pageable memory CUDA
+   * synchronises the stream first). */
+  stream_sync_point(stream, ptds_entry);
+  if (kind == cudaMemcpyHostToDevice)
+    return stage(queue_key(stream, ptds_entry), dst, src, count)
+               ? cudaSuccess
+               : cudaErrorMemoryAllocation;
   memmove(dst, src, count);
   return cudaSuccess;
 }
@@ -220,32 +332,33 @@ cudaError_t cudaMemsetAsync_ptsz(void *ptr, int value, size_t count,
 cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t count,
                             enum cudaMemcpyKind kind)
 {
-  return copy(dst, src, count, kind);
+  return copy("cudaMemcpy", dst, src, count, kind, NULL, 1);
 }
 
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t count,
                        enum cudaMemcpyKind kind)
 {
   check_shared_context("cudaMemcpy", NULL);
-  return copy(dst, src, count, kind);
+  return copy("cudaMemcpy", dst, src, count, kind, NULL, 0);
 }
 
 cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count,
                                  enum cudaMemcpyKind kind, cudaStream_t stream)
 {
-  (void)stream;
-  return copy(dst, src, count, kind);
+  return copy("cudaMemcpyAsync", dst, src, count, kind, stream, 1);
 }
 
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count,
                             enum cudaMemcpyKind kind, cudaStream_t stream)
 {
   check_shared_context("cudaMemcpyAsync", stream);
-  return copy(dst, src, count, kind);
+  return copy("cudaMemcpyAsync", dst, src, count, kind, stream, 0);
 }
 
-static cudaError_t memset_device(void *ptr, int value, size_t count)
+static cudaError_t memset_device(void *ptr, int value, size_t count,
+                                 cudaStream_t stream, int ptds_entry)
 {
+  stream_sync_point(stream, ptds_entry);
   pthread_mutex_lock(&lock);
   int inside = find_alloc(ptr, count) != NULL;
   pthread_mutex_unlock(&lock);
@@ -260,8 +373,7 @@ cudaError_t cudaMemsetAsync_ptsz(void *ptr, int value, size_t count,
 {
   if (injected_failure("cudaMemsetAsync"))
     return cudaErrorUnknown;
-  (void)stream;
-  return memset_device(ptr, value, count);
+  return memset_device(ptr, value, count, stream, 1);
 }
 
 cudaError_t cudaMemsetAsync(void *ptr, int value, size_t count,
@@ -270,7 +382,7 @@ cudaError_t cudaMemsetAsync(void *ptr, int value, size_t count,
   if (injected_failure("cudaMemsetAsync"))
     return cudaErrorUnknown;
   check_shared_context("cudaMemsetAsync", stream);
-  return memset_device(ptr, value, count);
+  return memset_device(ptr, value, count, stream, 0);
 }
 
 cudaError_t cudaMemcpyPeerAsync(void *dst, int dst_device, const void *src,
@@ -282,5 +394,12 @@ cudaError_t cudaMemcpyPeerAsync(void *dst, int dst_device, const void *src,
   (void)dst_device;
   (void)src_device;
   check_shared_context("cudaMemcpyPeerAsync", stream);
-  return copy(dst, src, count, cudaMemcpyDeviceToDevice);
+  pthread_mutex_lock(&lock);
+  int inside = find_alloc(dst, count) != NULL && find_alloc(src, count) != NULL;
+  pthread_mutex_unlock(&lock);
+  if (!inside)
+    return cudaErrorInvalidValue;
+  stream_sync_point(stream, 1);
+  memmove(dst, src, count);
+  return cudaSuccess;
 }

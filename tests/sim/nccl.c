@@ -34,7 +34,7 @@ const char *ncclGetLastError(ncclComm_t comm)
   return last_error;
 }
 
-static int simulated_version(void)
+int simulated_version(void)
 {
   return (int)env_long("SIM_NCCL_VERSION", NCCL_VERSION_CODE);
 }
@@ -108,10 +108,19 @@ static ncclResult_t init_rank(ncclComm_t *out, int nranks, ncclUniqueId id,
   c->cta_policy = cta_policy;
   thread_rank = rank;
 
-  exchange(c, "ncclCommInitRank", (size_t)nranks, c->device, NULL, 0);
+  /* Which host a rank is on, as NCCL tells hosts apart: NCCL_HOSTID, else
+   * this machine (every process of the simulation runs on one). */
+  char host[64] = "", peer_host[64];
+  const char *hostid = getenv("NCCL_HOSTID");
+  snprintf(host, sizeof host, "%s", hostid ? hostid : "");
+  exchange(c, "ncclCommInitRank", (size_t)nranks, c->device, host,
+           sizeof host);
+  c->alone_on_nodes = 1;
   for (int r = 0; r < nranks; r++) {
     msg_header peer;
-    fetch(c, r, &peer, NULL, 0);
+    fetch(c, r, &peer, peer_host, sizeof peer_host);
+    if (r != rank && strcmp(peer_host, host) == 0)
+      c->alone_on_nodes = 0;
     if (peer.size != (size_t)nranks)
       violation(
           c, "collective-calls", call,

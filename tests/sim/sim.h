@@ -90,6 +90,7 @@ struct ncclComm {
   int rank, nranks, device;
   unsigned long seq; /* rendezvous counter: same sequence on every rank */
   int cta_policy;
+  int alone_on_nodes; /* every rank on a host of its own (NCCL_HOSTID) */
 };
 
 struct ncclWindow_vidmem {
@@ -98,16 +99,21 @@ struct ncclWindow_vidmem {
   sim_alloc *alloc;
   void *ptr;
   size_t size;
+  int local_only; /* an ordinary local registration, not a window */
+  int references; /* local_only: registrations of this buffer */
 };
 
 struct CUstream_st {
   struct CUstream_st *next;
   int device;
+  int nonblocking; /* cudaStreamNonBlocking: no ordering with the legacy
+                      default stream */
 };
 
 struct CUevent_st {
   struct CUevent_st *next;
   struct timespec when;
+  const void *queue; /* the stream it was last recorded on (queue_key) */
 };
 
 extern pthread_mutex_t lock;
@@ -165,8 +171,27 @@ void finish_exchange(struct ncclComm *c);
  * removes its rendezvous directory. */
 void leave_rendezvous(const struct ncclComm *c);
 
+/* -------------------------------------------------------------- nccl.c */
+int simulated_version(void);
+
 /* -------------------------------------------------------------- cuda.c */
 int visible_devices(void);
+/* Copies that land later. A host-to-device copy from pageable memory may
+ * return before its bytes reach the device (CUDA's API sync behaviour:
+ * cudaMemcpy from pageable memory returns once the bytes are staged;
+ * cudaMemcpyAsync is ordered only within its stream). The simulation stages
+ * the bytes at the call and writes them when the copy's stream is next used
+ * or synchronised, so that a reader on another stream sees the old bytes.
+ * queue_key names a stream's queue: `ptds_entry` says the call came through
+ * a per-thread-default-stream entry point, where stream 0 is the calling
+ * thread's own stream. */
+const void *queue_key(cudaStream_t stream, int ptds_entry);
+/* Writes every staged copy of that queue (and, for the per-thread and
+ * blocking streams, of the legacy default stream, which they wait for). */
+void stream_sync_point(cudaStream_t stream, int ptds_entry);
+void land_queue(const void *key);
+/* cudaDeviceSynchronize and the freeing calls: every staged copy lands. */
+void land_all_copies(void);
 /* The rule for ranks that share a device's context: nothing may wait for
  * the whole device or the legacy default stream (stream NULL). */
 void check_shared_context(const char *call, cudaStream_t stream);

@@ -96,6 +96,7 @@ static const char *const injectable[] = {
     "cudaMalloc",
     "cudaFree",
     "cudaMemcpy",
+    "cudaMemcpyAsync",
     "cudaMemsetAsync",
     "cudaMemcpyPeerAsync",
     "cudaStreamCreate",

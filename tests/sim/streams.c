@@ -1,6 +1,7 @@
 /* ncclsim: CUDA streams and events, and cudaDeviceSynchronize (see
- * sim.h). Simulated work completes when it is called, so nothing here
- * waits. */
+ * sim.h). Simulated work completes when it is called, except host-to-device
+ * copies from pageable memory, which land when their stream is next used
+ * or synchronised (cuda.c): synchronising here lands them. */
 #include "sim.h"
 
 #include <stdlib.h>
@@ -12,12 +13,13 @@ cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream);
 
 /* Both creation calls end here, so that an injection names only the call
  * the program made. */
-static cudaError_t new_stream(cudaStream_t *stream)
+static cudaError_t new_stream(cudaStream_t *stream, unsigned int flags)
 {
   struct CUstream_st *s = calloc(1, sizeof *s);
   if (s == NULL)
     return cudaErrorMemoryAllocation;
   s->device = current_device;
+  s->nonblocking = (flags & cudaStreamNonBlocking) != 0;
   pthread_mutex_lock(&lock);
   install_exit_check();
   s->next = streams;
@@ -31,22 +33,21 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned int flags)
 {
   if (injected_failure("cudaStreamCreateWithFlags"))
     return cudaErrorUnknown;
-  (void)flags; /* simulated work never waits, blocking stream or not */
-  return new_stream(stream);
+  return new_stream(stream, flags);
 }
 
 cudaError_t cudaStreamCreate(cudaStream_t *stream)
 {
   if (injected_failure("cudaStreamCreate"))
     return cudaErrorMemoryAllocation;
-  return new_stream(stream);
+  return new_stream(stream, cudaStreamDefault);
 }
 
 cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream)
 {
   if (injected_failure("cudaStreamSynchronize"))
     return cudaErrorUnknown;
-  (void)stream; /* every simulated operation completes when it is called */
+  stream_sync_point(stream, 1);
   return cudaSuccess;
 }
 
@@ -55,6 +56,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream)
   if (injected_failure("cudaStreamSynchronize"))
     return cudaErrorUnknown;
   check_shared_context("cudaStreamSynchronize", stream);
+  stream_sync_point(stream, 0);
   return cudaSuccess;
 }
 
@@ -62,6 +64,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream)
 {
   if (injected_failure("cudaStreamDestroy"))
     return cudaErrorUnknown;
+  land_queue(stream); /* its work still completes */
   int found;
   pthread_mutex_lock(&lock);
   LIST_UNLINK(streams, stream, found);
@@ -75,6 +78,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream)
 cudaError_t cudaDeviceSynchronize(void)
 {
   check_shared_context("cudaDeviceSynchronize", NULL);
+  land_all_copies();
   return cudaSuccess;
 }
 
@@ -98,7 +102,7 @@ cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream)
 {
   if (injected_failure("cudaEventRecord"))
     return cudaErrorUnknown;
-  (void)stream;
+  event->queue = queue_key(stream, 1);
   clock_gettime(CLOCK_MONOTONIC, &event->when);
   return cudaSuccess;
 }
@@ -108,14 +112,18 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
   if (injected_failure("cudaEventRecord"))
     return cudaErrorUnknown;
   check_shared_context("cudaEventRecord", stream);
-  return cudaEventRecord_ptsz(event, stream);
+  cudaError_t err = cudaEventRecord_ptsz(event, stream);
+  if (err == cudaSuccess)
+    event->queue = queue_key(stream, 0);
+  return err;
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event)
 {
   if (injected_failure("cudaEventSynchronize"))
     return cudaErrorUnknown;
-  (void)event;
+  if (event->queue != NULL)
+    land_queue(event->queue);
   return cudaSuccess;
 }
 

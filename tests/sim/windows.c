@@ -21,6 +21,7 @@ ncclResult_t ncclMemFree(void *ptr)
     return ncclUnhandledCudaError;
   if (ptr == NULL)
     return ncclSuccess;
+  land_all_copies(); /* no staged copy may land in freed memory */
   pthread_mutex_lock(&lock);
   sim_alloc *a = find_alloc(ptr, 1);
   if (a == NULL || a->base != ptr)
@@ -42,12 +43,94 @@ ncclResult_t ncclMemFree(void *ptr)
   return ncclSuccess;
 }
 
-ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size,
-                                    ncclWindow_t *win, int flags)
+/* Registrations made inside ncclGroupStart/ncclGroupEnd: NCCL does them,
+ * and writes their handles, at the group's end (NCCL 2.30.7,
+ * src/dev_runtime.cc: a registration is a group task). Per thread, as
+ * NCCL's groups are. */
+typedef struct deferred_registration {
+  struct deferred_registration *next;
+  ncclComm_t comm;
+  void *buff;
+  size_t size;
+  ncclWindow_t *win;
+  int flags;
+} deferred_registration;
+
+static _Thread_local int group_depth;
+static _Thread_local deferred_registration *deferred;
+
+/* NCCL 2.30.7 writes NULL to *win before anything else (src/dev_runtime.cc,
+ * ncclCommWindowRegister); NCCL 2.28.3 does not, and returns ncclSuccess
+ * with *win unwritten where it has no window to give (its
+ * src/dev_runtime.cc, and a probe that found its sentinel still there). The
+ * versions between were not examined: the simulation gives them 2.28.3's
+ * behaviour, the one a program must survive. */
+static int writes_null_first(void)
+{
+  return simulated_version() >= NCCL_VERSION(2, 30, 7);
+}
+
+/* Symmetric support, as NCCL decides it for the communicator. Before
+ * 2.28.7, a communicator whose every rank is alone on its node has none
+ * (NCCL 2.28.3, src/transport.cc and src/init.cc); SIM_NO_SYMMETRIC takes
+ * it away for any communicator (ranks on hosts without NVLink, say). */
+static int symmetric_support(const struct ncclComm *comm)
+{
+  if (env_long("SIM_NO_SYMMETRIC", 0))
+    return 0;
+  return !(comm->alone_on_nodes &&
+           simulated_version() < NCCL_VERSION(2, 28, 7));
+}
+
+/* Before 2.30.7 (see writes_null_first), without symmetric support and
+ * with NCCL_LOCAL_REGISTER on (NCCL's default; read as NCCL reads its
+ * integers), ncclCommWindowRegister hands back the handle of an ordinary
+ * local registration (ncclCommRegister): not a window, and the same handle
+ * for the same buffer registered twice (NCCL 2.28.3, src/dev_runtime.cc). */
+static int gives_local_registration(void)
+{
+  const char *text = getenv("NCCL_LOCAL_REGISTER");
+  int local = text == NULL || *text == '\0' || strtoll(text, NULL, 0) != 0;
+  return !writes_null_first() && local;
+}
+
+static ncclResult_t local_registration(ncclComm_t comm, sim_alloc *a,
+                                       void *buff, size_t size,
+                                       ncclWindow_t *win)
+{
+  pthread_mutex_lock(&lock);
+  struct ncclWindow_vidmem *w = windows;
+  while (w != NULL && !(w->local_only && w->comm == comm && w->ptr == buff))
+    w = w->next;
+  if (w != NULL) {
+    w->references++;
+    pthread_mutex_unlock(&lock);
+    *win = w;
+    return ncclSuccess;
+  }
+  pthread_mutex_unlock(&lock);
+  w = calloc(1, sizeof *w);
+  if (w == NULL)
+    return ncclSystemError;
+  *w = (struct ncclWindow_vidmem){.comm = comm,
+                                  .alloc = a,
+                                  .ptr = buff,
+                                  .size = size,
+                                  .local_only = 1,
+                                  .references = 1};
+  pthread_mutex_lock(&lock);
+  w->next = windows;
+  windows = w;
+  pthread_mutex_unlock(&lock);
+  *win = w;
+  return ncclSuccess;
+}
+
+/* The registration itself: collective, checks the rules, writes *win. */
+static ncclResult_t register_now(ncclComm_t comm, void *buff, size_t size,
+                                 ncclWindow_t *win, int flags)
 {
   const char *call = "ncclCommWindowRegister";
-  if (injected_failure(call))
-    return ncclUnhandledCudaError;
   pthread_mutex_lock(&lock);
   sim_alloc *a = find_alloc(buff, 1);
   pthread_mutex_unlock(&lock);
@@ -81,9 +164,12 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size,
   }
   finish_exchange(comm);
 
-  if (env_long("SIM_NO_SYMMETRIC", 0)) {
-    *win = NULL; /* as real NCCL does without symmetric support */
-    return ncclSuccess;
+  if (!symmetric_support(comm)) {
+    if (gives_local_registration())
+      return local_registration(comm, a, buff, size, win);
+    if (writes_null_first())
+      *win = NULL;
+    return ncclSuccess; /* before 2.30.7: *win as the caller left it */
   }
   struct ncclWindow_vidmem *w = calloc(1, sizeof *w);
   if (w == NULL)
@@ -98,22 +184,78 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size,
   return ncclSuccess;
 }
 
+ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size,
+                                    ncclWindow_t *win, int flags)
+{
+  if (injected_failure("ncclCommWindowRegister"))
+    return ncclUnhandledCudaError;
+  if (writes_null_first())
+    *win = NULL;
+  if (group_depth == 0)
+    return register_now(comm, buff, size, win, flags);
+  deferred_registration *d = calloc(1, sizeof *d);
+  if (d == NULL)
+    return ncclSystemError;
+  *d = (deferred_registration){.comm = comm,
+                               .buff = buff,
+                               .size = size,
+                               .win = win,
+                               .flags = flags};
+  deferred_registration **link = &deferred;
+  while (*link)
+    link = &(*link)->next;
+  *link = d;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclGroupStart(void)
+{
+  group_depth++;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclGroupEnd(void)
+{
+  if (group_depth == 0) {
+    snprintf(last_error, sizeof last_error,
+             "ncclsim: ncclGroupEnd without ncclGroupStart");
+    return ncclInvalidUsage;
+  }
+  if (--group_depth > 0)
+    return ncclSuccess;
+  ncclResult_t result = ncclSuccess;
+  while (deferred != NULL) {
+    deferred_registration *d = deferred;
+    deferred = d->next;
+    if (result == ncclSuccess)
+      result = register_now(d->comm, d->buff, d->size, d->win, d->flags);
+    free(d);
+  }
+  return result;
+}
+
 ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win)
 {
   if (win == NULL)
-    return ncclSuccess; /* real NCCL accepts the NULL window it handed out */
+    return ncclSuccess; /* real NCCL accepts a NULL window (2.28.3, 2.30.7) */
   if (injected_failure("ncclCommWindowDeregister"))
     return ncclUnhandledCudaError;
   pthread_mutex_lock(&lock);
   const struct ncclWindow_vidmem *w = windows;
   while (w != NULL && w != win)
     w = w->next;
-  if (w == NULL) /* win may be freed memory: do not read it */
+  if (w == NULL) /* win may be freed memory or garbage: do not read it */
     violation(comm, "window-owner", "ncclCommWindowDeregister",
-              "not a registered window (deregistered twice?)");
+              "%p is not a registered window (deregistered twice, or a"
+              " handle that ncclCommWindowRegister never wrote?)",
+              (void *)win);
   if (win->comm != comm)
     violation(comm, "window-owner", "ncclCommWindowDeregister",
               "the window was registered on another communicator");
+  if (win->local_only && --win->references > 0) {
+    pthread_mutex_unlock(&lock);
+    return ncclSuccess;
+  }
   int found;
   LIST_UNLINK(windows, win, found);
   pthread_mutex_unlock(&lock);

@@ -3,6 +3,14 @@
 
 # ------------------------------------------------------------ unit tests
 if begin unit/options; then need unit/test_options; run "$B/unit/test_options"; want_status 0; end; fi
+if begin unit/simulation-is-unkind; then
+  need unit/test_sim
+  run "$B/unit/test_sim"
+  want_status 0
+  want_out "test_sim: all passed"
+  no_violation
+  end
+fi
 if begin unit/what-ran; then need unit/test_what_ran; run "$B/unit/test_what_ran"; want_status 0; end; fi
 if begin unit/verify; then need unit/test_verify; run "$B/unit/test_verify"; want_status 0; end; fi
 for n in 1 2 3 4 5 6 7 8; do

@@ -35,12 +35,19 @@ static void add_mode(bench *b, const mode_spec *spec)
   size_t send_bytes = b->max_count * sizeof(float);
   size_t recv_bytes =
       b->coll->result_count(b->max_count, b->ctx->nranks) * sizeof(float);
-  *m = (mode){.spec = spec, .comm = b->comms[spec->comm]};
+  /* The windows start NULL: NCCL 2.28.3 may leave them unwritten. */
+  *m = (mode){.spec = spec,
+              .comm = b->comms[spec->comm],
+              .send_win = NULL,
+              .recv_win = NULL};
   NCCLCHECK(ncclMemAlloc(&m->send, send_bytes));
   NCCLCHECK(ncclMemAlloc(&m->recv, recv_bytes));
   float *fill = host_calloc(b->max_count, sizeof(float));
   fill_floats(fill, b->max_count, (float)b->ctx->rank);
   CUDACHECK(cudaMemcpy(m->send, fill, send_bytes, cudaMemcpyHostToDevice));
+  /* A copy from pageable memory may return before its bytes land, and the
+   * timed collectives run on other streams: wait for it here. */
+  CUDACHECK(cudaStreamSynchronize(cudaStreamPerThread));
   free(fill);
   if (spec->windows) {
     double t0 = monotonic_ms();
