@@ -23,6 +23,7 @@
  * failed" instead of a conclusion.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -47,12 +48,37 @@
 #define MIB        ((size_t)1 << 20)
 #define LOOP_TIMES 1000
 
+/* What every window handle holds before the call that should write it: a
+ * value NCCL never hands out, so that "NCCL wrote NULL" and "NCCL wrote
+ * nothing" differ (NCCL 2.28.3 returns ncclSuccess without writing the
+ * handle where it has no window to give). */
+#define NOT_WRITTEN ((ncclWindow_t)(uintptr_t)0x5e47)
+
+/* outcome.window: what the handle held after the call. */
+enum { WIN_NONE = -1, WIN_NULL = 0, WIN_SET = 1, WIN_NOT_WRITTEN = 2 };
+
+static int window_state(ncclWindow_t w)
+{
+  return w == NOT_WRITTEN ? WIN_NOT_WRITTEN : w == NULL ? WIN_NULL : WIN_SET;
+}
+
+static const char *window_word(int state)
+{
+  return state == WIN_NOT_WRITTEN ? "not written"
+         : state == WIN_NULL      ? "NULL"
+         : state == WIN_SET       ? "non-NULL"
+                                  : "-";
+}
+
+/* 1 if NCCL wrote a handle there that must be deregistered. */
+static int held(ncclWindow_t w) { return window_state(w) == WIN_SET; }
+
 /* What one rank saw for one fact. */
 typedef struct outcome {
   int control_ok;        /* the control behaved normally */
   char control_why[128]; /* else why not */
   ncclResult_t result;   /* the call the fact is about */
-  int window;            /* 1 non-NULL, 0 NULL, -1 no window in question */
+  int window;            /* WIN_SET, WIN_NULL, WIN_NOT_WRITTEN, WIN_NONE */
   char last_error[160];  /* ncclGetLastError after the call */
   char detail[160];      /* the fact's own finding, if any */
   char na[160];          /* the fact cannot be asked here: why */
@@ -126,16 +152,16 @@ static int mem_alloc(void **buf, size_t size, outcome *o)
 static int control(ncclComm_t comm, outcome *o)
 {
   void *buf = NULL;
-  ncclWindow_t win = NULL;
+  ncclWindow_t win = NOT_WRITTEN;
   ncclResult_t res = ncclMemAlloc(&buf, 4 * MIB);
   if (res == ncclSuccess)
     res = ncclCommWindowRegister(comm, buf, 4 * MIB, &win,
                                  NCCL_WIN_COLL_SYMMETRIC);
-  o->control_ok = res == ncclSuccess && win != NULL;
+  o->control_ok = res == ncclSuccess && held(win);
   if (!o->control_ok)
     note(o->control_why, sizeof o->control_why, "%s, window %s",
-         ncclGetErrorString(res), win ? "non-NULL" : "NULL");
-  if (win)
+         ncclGetErrorString(res), window_word(window_state(win)));
+  if (held(win))
     ncclCommWindowDeregister(comm, win);
   if (buf)
     ncclMemFree(buf);
@@ -149,14 +175,14 @@ static void fact_memalloc(const fact *f, ncclComm_t comm, int rank, int nranks,
 {
   (void)f, (void)rank, (void)nranks;
   void *buf = NULL;
-  ncclWindow_t win = NULL;
+  ncclWindow_t win = NOT_WRITTEN;
   ncclResult_t res = ncclMemAlloc(&buf, 4 * MIB);
   if (res == ncclSuccess)
     res = ncclCommWindowRegister(comm, buf, 4 * MIB, &win,
                                  NCCL_WIN_COLL_SYMMETRIC);
-  record(o, comm, res, win != NULL);
+  record(o, comm, res, window_state(win));
   o->control_ok = 1; /* its control is register.memalloc run alone */
-  if (win)
+  if (held(win))
     ncclCommWindowDeregister(comm, win);
   if (buf)
     ncclMemFree(buf);
@@ -168,15 +194,15 @@ static void fact_cudamalloc(const fact *f, ncclComm_t comm, int rank,
   (void)f, (void)rank, (void)nranks;
   control(comm, o);
   void *buf = NULL;
-  ncclWindow_t win = NULL;
+  ncclWindow_t win = NOT_WRITTEN;
   if (cudaMalloc(&buf, 4 * MIB) != cudaSuccess) {
     note(o->detail, sizeof o->detail, "cudaMalloc failed");
     return;
   }
   ncclResult_t res =
       ncclCommWindowRegister(comm, buf, 4 * MIB, &win, NCCL_WIN_COLL_SYMMETRIC);
-  record(o, comm, res, win != NULL);
-  if (win)
+  record(o, comm, res, window_state(win));
+  if (held(win))
     ncclCommWindowDeregister(comm, win);
   cudaFree(buf);
 }
@@ -189,13 +215,13 @@ static void fact_part(const fact *f, ncclComm_t comm, int rank, int nranks,
   control(comm, o);
   const size_t offset = strcmp(f->id, "register.offset256") == 0 ? 256 : 0;
   char *buf = NULL;
-  ncclWindow_t win = NULL;
+  ncclWindow_t win = NOT_WRITTEN;
   if (!mem_alloc((void **)&buf, 4 * MIB, o))
     return;
   ncclResult_t res = ncclCommWindowRegister(comm, buf + offset, 2 * MIB, &win,
                                             NCCL_WIN_COLL_SYMMETRIC);
-  record(o, comm, res, win != NULL);
-  if (win)
+  record(o, comm, res, window_state(win));
+  if (held(win))
     ncclCommWindowDeregister(comm, win);
   ncclMemFree(buf);
 }
@@ -206,21 +232,23 @@ static void fact_twice(const fact *f, ncclComm_t comm, int rank, int nranks,
   (void)f, (void)rank, (void)nranks;
   control(comm, o);
   void *buf = NULL;
-  ncclWindow_t first = NULL, second = NULL;
+  ncclWindow_t first = NOT_WRITTEN, second = NOT_WRITTEN;
   if (!mem_alloc(&buf, 4 * MIB, o))
     return;
   ncclResult_t res1 = ncclCommWindowRegister(comm, buf, 4 * MIB, &first,
                                              NCCL_WIN_COLL_SYMMETRIC);
   ncclResult_t res2 = ncclCommWindowRegister(comm, buf, 4 * MIB, &second,
                                              NCCL_WIN_COLL_SYMMETRIC);
-  record(o, comm, res2, second != NULL);
+  record(o, comm, res2, window_state(second));
   note(o->detail, sizeof o->detail,
        "first registration: %s, window %s; second window %s the first",
-       ncclGetErrorString(res1), first ? "non-NULL" : "NULL",
-       second != NULL && second == first ? "is" : "is not");
-  if (second && second != first)
+       ncclGetErrorString(res1), window_word(window_state(first)),
+       held(second) && second == first ? "is" : "is not");
+  /* Each handle once, even where both are one (a local registration
+   * counts its registrations). */
+  if (held(second))
     ncclCommWindowDeregister(comm, second);
-  if (first)
+  if (held(first))
     ncclCommWindowDeregister(comm, first);
   ncclMemFree(buf);
 }
@@ -233,13 +261,13 @@ static void fact_free_first(const fact *f, ncclComm_t comm, int rank,
   (void)f, (void)rank, (void)nranks;
   control(comm, o);
   void *buf = NULL;
-  ncclWindow_t win = NULL;
+  ncclWindow_t win = NOT_WRITTEN;
   if (!mem_alloc(&buf, 4 * MIB, o))
     return;
   ncclCommWindowRegister(comm, buf, 4 * MIB, &win, NCCL_WIN_COLL_SYMMETRIC);
-  record(o, comm, ncclMemFree(buf), -1);
+  record(o, comm, ncclMemFree(buf), WIN_NONE);
   note(o->detail, sizeof o->detail, "its window was %s",
-       win ? "non-NULL" : "NULL");
+       window_word(window_state(win)));
 }
 
 /* Rank r registers (1 + r) MiB, then an AllReduce of 1024 floats runs in
@@ -251,7 +279,7 @@ static void fact_sizes_differ(const fact *f, ncclComm_t comm, int rank,
   control(comm, o);
   const size_t size = (1 + (size_t)rank) * MIB, count = 1024;
   float *send = NULL, *recv = NULL;
-  ncclWindow_t sw = NULL, rw = NULL;
+  ncclWindow_t sw = NOT_WRITTEN, rw = NOT_WRITTEN;
   if (!mem_alloc((void **)&send, size, o))
     return;
   if (!mem_alloc((void **)&recv, size, o)) {
@@ -263,7 +291,7 @@ static void fact_sizes_differ(const fact *f, ncclComm_t comm, int rank,
   if (res == ncclSuccess)
     res =
         ncclCommWindowRegister(comm, recv, size, &rw, NCCL_WIN_COLL_SYMMETRIC);
-  record(o, comm, res, sw != NULL && rw != NULL);
+  record(o, comm, res, held(sw) && held(rw) ? WIN_SET : window_state(sw));
   if (res == ncclSuccess) {
     float host[1024];
     for (size_t i = 0; i < count; i++)
@@ -286,9 +314,9 @@ static void fact_sizes_differ(const fact *f, ncclComm_t comm, int rank,
          wrong, count);
     cudaStreamDestroy(s);
   }
-  if (rw)
+  if (held(rw))
     ncclCommWindowDeregister(comm, rw);
-  if (sw)
+  if (held(sw))
     ncclCommWindowDeregister(comm, sw);
   ncclMemFree(recv);
   ncclMemFree(send);
@@ -306,17 +334,17 @@ static void fact_loop(const fact *f, ncclComm_t comm, int rank, int nranks,
   int i, nulls = 0;
   ncclResult_t res = ncclSuccess;
   for (i = 0; i < LOOP_TIMES && res == ncclSuccess; i++) {
-    ncclWindow_t win = NULL;
+    ncclWindow_t win = NOT_WRITTEN;
     res = ncclCommWindowRegister(comm, buf, 64 * MIB, &win,
                                  NCCL_WIN_COLL_SYMMETRIC);
-    nulls += res == ncclSuccess && win == NULL;
-    if (win)
+    nulls += res == ncclSuccess && !held(win);
+    if (held(win))
       res = ncclCommWindowDeregister(comm, win);
   }
-  record(o, comm, res, -1);
+  record(o, comm, res, WIN_NONE);
   if (res == ncclSuccess)
     note(o->detail, sizeof o->detail,
-         "%d of %d registrations of 64 MiB succeeded, %d NULL windows", i,
+         "%d of %d registrations of 64 MiB succeeded, %d without a window", i,
          LOOP_TIMES, nulls);
   else
     note(o->detail, sizeof o->detail, "failed at registration %d of %d", i,
@@ -333,7 +361,7 @@ static void fact_what_ran(const fact *f, ncclComm_t comm, int rank, int nranks,
   control(comm, o);
   const size_t bytes = MIB;
   char *send = NULL, *recv = NULL;
-  ncclWindow_t sw = NULL, rw = NULL;
+  ncclWindow_t sw = NOT_WRITTEN, rw = NOT_WRITTEN;
   if (!mem_alloc((void **)&send, bytes, o))
     return;
   if (!mem_alloc((void **)&recv, bytes * (size_t)nranks, o)) {
@@ -350,7 +378,7 @@ static void fact_what_ran(const fact *f, ncclComm_t comm, int rank, int nranks,
   int measured = engine_probe_start();
   uint64_t t0 = engine_probe_now();
   ncclResult_t res = ncclAllGather(send, recv, bytes, ncclChar, comm, s);
-  record(o, comm, res, sw != NULL && rw != NULL);
+  record(o, comm, res, held(sw) && held(rw) ? WIN_SET : window_state(sw));
   cudaStreamSynchronize(s);
   engine_work w;
   if (measured && engine_probe_collect(device, t0, engine_probe_now(), &w)) {
@@ -368,12 +396,127 @@ static void fact_what_ran(const fact *f, ncclComm_t comm, int rank, int nranks,
     engine_probe_stop();
   (void)rank;
   cudaStreamDestroy(s);
-  if (rw)
+  if (held(rw))
     ncclCommWindowDeregister(comm, rw);
-  if (sw)
+  if (held(sw))
     ncclCommWindowDeregister(comm, sw);
   ncclMemFree(recv);
   ncclMemFree(send);
+}
+
+/* A registration inside ncclGroupStart/ncclGroupEnd: what the handle holds
+ * before the group ends (NCCL 2.30.7 makes registration a group task) and
+ * after. */
+static void fact_grouped(const fact *f, ncclComm_t comm, int rank, int nranks,
+                         outcome *o)
+{
+  (void)f, (void)rank, (void)nranks;
+  control(comm, o);
+  void *buf = NULL;
+  ncclWindow_t win = NOT_WRITTEN;
+  if (!mem_alloc(&buf, 4 * MIB, o))
+    return;
+  ncclResult_t res = ncclGroupStart();
+  if (res == ncclSuccess)
+    res = ncclCommWindowRegister(comm, buf, 4 * MIB, &win,
+                                 NCCL_WIN_COLL_SYMMETRIC);
+  const int before = window_state(win);
+  ncclResult_t end = ncclGroupEnd();
+  record(o, comm, res == ncclSuccess ? end : res, window_state(win));
+  note(o->detail, sizeof o->detail,
+       "before ncclGroupEnd the handle was %s; ncclGroupEnd: %s",
+       window_word(before), ncclGetErrorString(end));
+  if (held(win))
+    ncclCommWindowDeregister(comm, win);
+  ncclMemFree(buf);
+}
+
+/* Is the window the handle of an ordinary local registration? NCCL hands
+ * back the same local registration for the same buffer, so compare it
+ * with what ncclCommRegister gives. */
+static void fact_local_handle(const fact *f, ncclComm_t comm, int rank,
+                              int nranks, outcome *o)
+{
+  (void)f, (void)rank, (void)nranks;
+  control(comm, o);
+  void *buf = NULL, *local = NULL;
+  ncclWindow_t win = NOT_WRITTEN;
+  if (!mem_alloc(&buf, 4 * MIB, o))
+    return;
+  ncclResult_t res =
+      ncclCommWindowRegister(comm, buf, 4 * MIB, &win, NCCL_WIN_COLL_SYMMETRIC);
+  record(o, comm, res, window_state(win));
+  ncclResult_t reg = ncclCommRegister(comm, buf, 4 * MIB, &local);
+  note(o->detail, sizeof o->detail,
+       "ncclCommRegister of the same buffer: %s; its handle %s the window",
+       ncclGetErrorString(reg),
+       reg == ncclSuccess && held(win) && local == (void *)win ? "is"
+                                                               : "is not");
+  if (reg == ncclSuccess && local != NULL)
+    ncclCommDeregister(comm, local);
+  if (held(win))
+    ncclCommWindowDeregister(comm, win);
+  ncclMemFree(buf);
+}
+
+/* ncclCommDestroy while a window is still registered, on a communicator
+ * split off for it; the buffer is freed after. */
+static void fact_destroy_registered(const fact *f, ncclComm_t comm, int rank,
+                                    int nranks, outcome *o)
+{
+  (void)f, (void)nranks;
+  control(comm, o);
+  ncclComm_t split = NULL;
+  void *buf = NULL;
+  ncclWindow_t win = NOT_WRITTEN;
+  if (ncclCommSplit(comm, 0, rank, &split, NULL) != ncclSuccess) {
+    note(o->detail, sizeof o->detail, "ncclCommSplit failed");
+    return;
+  }
+  if (!mem_alloc(&buf, 4 * MIB, o))
+    return;
+  ncclCommWindowRegister(split, buf, 4 * MIB, &win, NCCL_WIN_COLL_SYMMETRIC);
+  const int state = window_state(win);
+  ncclResult_t fin = ncclCommFinalize(split);
+  ncclResult_t res = ncclCommDestroy(split);
+  record(o, comm, res, state);
+  ncclResult_t freed = ncclMemFree(buf);
+  note(o->detail, sizeof o->detail,
+       "ncclCommFinalize: %s; ncclMemFree after: %s", ncclGetErrorString(fin),
+       ncclGetErrorString(freed));
+}
+
+/* A registration while the calling thread captures a CUDA graph (global
+ * capture mode, cudaStreamBeginCapture's strictest). */
+static void fact_graph_capture(const fact *f, ncclComm_t comm, int rank,
+                               int nranks, outcome *o)
+{
+  (void)f, (void)rank, (void)nranks;
+  control(comm, o);
+  void *buf = NULL;
+  ncclWindow_t win = NOT_WRITTEN;
+  cudaStream_t s;
+  if (!mem_alloc(&buf, 4 * MIB, o))
+    return;
+  if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess ||
+      cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) != cudaSuccess) {
+    note(o->detail, sizeof o->detail, "could not start a capture");
+    ncclMemFree(buf);
+    return;
+  }
+  ncclResult_t res =
+      ncclCommWindowRegister(comm, buf, 4 * MIB, &win, NCCL_WIN_COLL_SYMMETRIC);
+  record(o, comm, res, window_state(win));
+  cudaGraph_t graph = NULL;
+  cudaError_t end = cudaStreamEndCapture(s, &graph);
+  note(o->detail, sizeof o->detail, "cudaStreamEndCapture: %s",
+       cudaGetErrorName(end));
+  if (graph)
+    cudaGraphDestroy(graph);
+  cudaStreamDestroy(s);
+  if (held(win))
+    ncclCommWindowDeregister(comm, win);
+  ncclMemFree(buf);
 }
 
 /* ncclCommQueryProperties (NCCL >= 2.29) is declared only in
@@ -419,7 +562,7 @@ static void fact_properties(const fact *f, ncclComm_t comm, int rank,
   }
   props_2_30 p = {.size = sizeof p, .magic = 0xcafebeef, .version = 23007};
   ncclResult_t res = query(comm, &p);
-  record(o, comm, res, -1);
+  record(o, comm, res, WIN_NONE);
   if (res == ncclSuccess)
     note(o->detail, sizeof o->detail,
          "rank %d of %d, cudaDev %d, deviceApiSupport %d, multimemSupport "
@@ -462,6 +605,15 @@ static const fact facts[] = {
      "cta.config-zero", 2, 1, fact_what_ran},
     {"cta.env-EFFICIENCY", "the same with NCCL_CTA_POLICY=EFFICIENCY",
      "NCCL_CTA_POLICY=EFFICIENCY", "cta.config-zero", 2, 1, fact_what_ran},
+    {"register.grouped", "registration inside ncclGroupStart/ncclGroupEnd",
+     NULL, NULL, 1, 0, fact_grouped},
+    {"register.local-handle",
+     "is the window what ncclCommRegister gives for the buffer?", NULL, NULL,
+     1, 0, fact_local_handle},
+    {"destroy.registered", "ncclCommDestroy with a window still registered",
+     NULL, NULL, 1, 0, fact_destroy_registered},
+    {"register.graph-capture", "registration during a CUDA graph capture",
+     NULL, NULL, 1, 0, fact_graph_capture},
     {"comm.properties", "ncclCommQueryProperties (NCCL >= 2.29)", NULL, NULL, 1,
      0, fact_properties},
 };
@@ -524,7 +676,7 @@ static int child(const fact *f, int nranks)
   for (int r = 0; r < nranks; r++) {
     jobs[r] = (rank_job){
         .f = f, .rank = r, .nranks = nranks, .ngpus = ngpus, .id = id};
-    jobs[r].out.window = -1;
+    jobs[r].out.window = WIN_NONE;
     pthread_create(&threads[r], NULL, rank_main, &jobs[r]);
   }
   for (int r = 0; r < nranks; r++)
@@ -542,9 +694,7 @@ static int child(const fact *f, int nranks)
   else
     printf("%s\t%s\t%s\t%s\t%s%s\n", o->control_ok ? "ok" : "control failed",
            ncclGetErrorString(o->result),
-           o->window < 0 ? "-"
-           : o->window   ? "non-NULL"
-                         : "NULL",
+           window_word(o->window),
            o->last_error[0] ? o->last_error : "-",
            o->control_ok ? o->detail : o->control_why,
            differ ? " (other ranks differ)" : "");

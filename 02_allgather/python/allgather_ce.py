@@ -47,7 +47,7 @@ def main():
     # rank, as NCCL before 2.30.5 requires
     send_win = comm.register_window(sendbuf, nccl.WindowFlag.COLL_SYMMETRIC)
     recv_win = comm.register_window(recvbuf, nccl.WindowFlag.COLL_SYMMETRIC)
-    ex.all_ranks_report_windows(ranks, send_win, recv_win)
+    ex.all_ranks_report_windows(ranks, comm, send_win, recv_win)
 
     # STEP 4: Initialize data: every element is the rank's number
     sendbuf.fill(ranks.rank)
@@ -65,8 +65,7 @@ def main():
     ok = ex.verify_allgather_segments(ranks, cp.asnumpy(recvbuf), sendcount)
 
     # STEP 7: Clean up: windows before their memory and the communicator
-    send_win.close()
-    recv_win.close()
+    ex.close_windows(send_win, recv_win)  # None: no window to close
     ranks.all_ranks_print(f"  Rank {ranks.rank} symmetric memory windows deregistered")
     del sendbuf, recvbuf  # nccl4py's arrays go back to ncclMemFree
     comm.finalize()

@@ -214,13 +214,49 @@ def require_nccl(ranks, nccl, minimum, feature):
         sys.exit(EXIT_FAILURE)
 
 
-def all_ranks_report_windows(ranks, *windows):
-    """Collective: a rank whose window came back empty says so, once (what
-    that means depends on the NCCL version: see docs/facts)."""
-    real = all(w.handle != 0 for w in windows)
-    ranks.all_ranks_print("" if real else
-                        f"  Rank {ranks.rank}: no symmetric window: NCCL handed back a NULL window;"
-                        " the collective runs on NCCL's regular path")
+# ncclInProgress in nccl.h: what a non-blocking communicator reports while
+# an operation, a window registration among them, has not completed.
+NCCL_IN_PROGRESS = 7
+
+
+def window_state(comm, window):
+    """What a register_window result holds: "window", "none" or "pending".
+
+    nccl4py 0.6 returns a handle object whose .handle is 0 both when NCCL
+    gives no window and while a grouped or non-blocking registration has
+    not completed (its register_window docstring); a version on NCCL's
+    master branch returned None for no window. A 0 handle is "pending" only
+    while the communicator still reports ncclInProgress."""
+    if window is None:
+        return "none"
+    if getattr(window, "handle", 0) != 0:
+        return "window"
+    if comm is not None and int(comm.get_async_error()) == NCCL_IN_PROGRESS:
+        return "pending"
+    return "none"
+
+
+def all_ranks_report_windows(ranks, comm, *windows):
+    """Collective: a rank without a symmetric window says so, once; the run
+    goes on, on NCCL's regular path. A registration still pending (grouped
+    or non-blocking) is said as such: its handle is written later."""
+    states = [window_state(comm, w) for w in windows]
+    line = ""
+    if "pending" in states:
+        line = (f"  Rank {ranks.rank}: window registration still pending: the handle is"
+                " written when the group or the non-blocking communicator completes")
+    elif "none" in states:
+        line = (f"  Rank {ranks.rank}: no symmetric window: the handle is NULL after"
+                " ncclCommWindowRegister; the collective runs on NCCL's regular path")
+    ranks.all_ranks_print(line)
+
+
+def close_windows(*windows):
+    """Deregisters each window that is there (None is no window: nothing to
+    close)."""
+    for w in windows:
+        if w is not None:
+            w.close()
 
 
 def mismatches(values, expected):

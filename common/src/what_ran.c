@@ -27,16 +27,71 @@ void what_ran_start(const rank_ctx *ctx)
   t_start = recording ? engine_probe_now() : 0;
 }
 
-/* The kernel names of w without NCCL's prefix, ", "-separated. */
-static void add_names(char *buf, size_t size, const engine_work *w)
+/* A regular kernel's name stands for a family of algorithms, not for the
+ * one NCCL ran: NCCL 2.28 names ncclDevKernel_AllReduce_Sum_f32_RING_LL,
+ * 2.31 and later ncclDevKernel_AllReduce_f32_RING (the 2.32.3 library's
+ * symbols), and the kernel named for RING and LL also runs other
+ * algorithms and protocols (NCCL_DEBUG_SUBSYS=TUNING names the one
+ * chosen). Writes the algorithm the name carries ("RING", "NVLS_TREE"),
+ * or, for a name of neither shape, the name without NCCL's prefix. */
+static void regular_family(const char *name, char *out, size_t size)
 {
+  static const char *const algorithms[] = {
+      "NVLS_TREE", "COLLNET_DIRECT", "COLLNET_CHAIN", "RING", "TREE",
+      "NVLS",      "PAT"};
+  static const char *const protocols[] = {"", "_LL", "_LL128", "_SIMPLE"};
+  const char *base = name + strlen(REGULAR_PREFIX);
+  for (const char *at = strchr(base, '_'); at; at = strchr(at + 1, '_'))
+    for (size_t a = 0; a < sizeof algorithms / sizeof *algorithms; a++) {
+      size_t len = strlen(algorithms[a]);
+      if (strncmp(at + 1, algorithms[a], len) != 0)
+        continue;
+      for (size_t p = 0; p < sizeof protocols / sizeof *protocols; p++)
+        if (strcmp(at + 1 + len, protocols[p]) == 0) {
+          snprintf(out, size, "%s", algorithms[a]);
+          return;
+        }
+    }
+  snprintf(out, size, "%s", base);
+}
+
+/* The symmetric kernels of w without NCCL's prefix, ", "-separated, then
+ * (with `regular`) the families of its regular kernels, each once:
+ * "regular kernels of the RING family", "of the RING and TREE families".
+ * Kernels of neither kind are named as they are. */
+static void add_names(char *buf, size_t size, const engine_work *w,
+                      int regular)
+{
+  int named = 0;
   for (int i = 0; i < w->nnames; i++) {
     const char *name = w->names[i];
+    if (strncmp(name, REGULAR_PREFIX, strlen(REGULAR_PREFIX)) == 0)
+      continue;
     if (strncmp(name, SYM_PREFIX, strlen(SYM_PREFIX)) == 0)
       name += strlen(SYM_PREFIX);
-    else if (strncmp(name, REGULAR_PREFIX, strlen(REGULAR_PREFIX)) == 0)
-      name += strlen(REGULAR_PREFIX);
-    text_add(buf, size, "%s%s", i ? ", " : "", name);
+    text_add(buf, size, "%s%s", named++ ? ", " : "", name);
+  }
+  char families[ENGINE_MAX_NAMES][64];
+  int nfamilies = 0;
+  for (int i = 0; i < w->nnames && regular; i++) {
+    if (strncmp(w->names[i], REGULAR_PREFIX, strlen(REGULAR_PREFIX)) != 0)
+      continue;
+    char family[64];
+    regular_family(w->names[i], family, sizeof family);
+    int seen = 0;
+    for (int f = 0; f < nfamilies; f++)
+      seen |= strcmp(families[f], family) == 0;
+    if (!seen)
+      snprintf(families[nfamilies++], sizeof families[0], "%s", family);
+  }
+  if (nfamilies > 0) {
+    text_add(buf, size, "%sregular kernels of the ", named ? " and " : "");
+    for (int f = 0; f < nfamilies; f++)
+      text_add(buf, size, "%s%s", f == 0                ? ""
+                                  : f == nfamilies - 1 ? " and "
+                                                       : ", ",
+               families[f]);
+    text_add(buf, size, " famil%s", nfamilies > 1 ? "ies" : "y");
   }
   if (w->kernels > 0 && w->nnames == ENGINE_MAX_NAMES)
     text_add(buf, size, ", ...");
@@ -57,9 +112,8 @@ enum what_class what_ran_describe(const engine_work *w, int nranks, char *buf,
       text_add(buf, size, "a local copy (%ld cop%s, 0 kernels)", w->copies,
                w->copies == 1 ? "y" : "ies");
     else {
-      text_add(buf, size, "a local kernel (");
-      add_names(buf, size, w);
-      text_add(buf, size, ")");
+      text_add(buf, size, "a local kernel: ");
+      add_names(buf, size, w, 1);
     }
     return RAN_LOCAL;
   }
@@ -68,19 +122,22 @@ enum what_class what_ran_describe(const engine_work *w, int nranks, char *buf,
              w->copies == 1 ? "y" : "ies");
     return RAN_COPY_ENGINE;
   }
-  int symmetric = 0, nccl = 0;
+  int symmetric = 0, regular = 0, other = 0;
   for (int i = 0; i < w->nnames; i++) {
-    symmetric |= strncmp(w->names[i], SYM_PREFIX, strlen(SYM_PREFIX)) == 0;
-    nccl |= strncmp(w->names[i], REGULAR_PREFIX, strlen(REGULAR_PREFIX)) == 0;
+    int sym = strncmp(w->names[i], SYM_PREFIX, strlen(SYM_PREFIX)) == 0;
+    int reg =
+        strncmp(w->names[i], REGULAR_PREFIX, strlen(REGULAR_PREFIX)) == 0;
+    symmetric += sym;
+    regular += reg;
+    other += !sym && !reg;
   }
-  const char *s = w->nnames > 1 ? "s" : "";
   if (symmetric)
-    text_add(buf, size, "NCCL's symmetric kernel%s ", s);
-  else if (nccl)
-    text_add(buf, size, "NCCL's regular kernel%s ", s);
+    text_add(buf, size, "NCCL's symmetric kernel%s ", symmetric > 1 ? "s" : "");
+  else if (regular && !other)
+    text_add(buf, size, "NCCL's ");
   else
-    text_add(buf, size, "kernel%s ", s);
-  add_names(buf, size, w);
+    text_add(buf, size, "kernel%s ", w->nnames > 1 ? "s" : "");
+  add_names(buf, size, w, 1);
   if (!symmetric)
     text_add(buf, size, " (no symmetric kernel)");
   return symmetric ? RAN_SYMMETRIC : RAN_REGULAR;
@@ -205,8 +262,8 @@ static void add_causes(char *buf, size_t size, int n, const rank_facts *facts,
   if (nccl > 0 && nccl < NCCL_VERSION(2, 29, 0) &&
       nccl_int_variable("NCCL_LOCAL_REGISTER", 1) == 0)
     text_add(buf, size,
-             "%sNCCL_LOCAL_REGISTER=%s is set (0 for NCCL; NCCL 2.28.3 then"
-             " hands back NULL windows)",
+             "%sNCCL_LOCAL_REGISTER=%s is set (0 for NCCL; without symmetric"
+             " support NCCL 2.28.3 then leaves the window handles unwritten)",
              strlen(buf) > start ? "; " : "", getenv("NCCL_LOCAL_REGISTER"));
   /* NCCL_CTA_POLICY replaces config.CTAPolicy when it sets a policy. */
   const char *cta_text = getenv("NCCL_CTA_POLICY");
@@ -251,6 +308,13 @@ static void add_causes(char *buf, size_t size, int n, const rank_facts *facts,
         buf, size,
         "%sthe ranks are on %d hosts%s: NCCL needs them in one NVLink domain",
         strlen(buf) > start ? "; " : "", hosts, by);
+  /* Before 2.28.7 a communicator whose every rank is alone on its node
+   * has no symmetric support (NCCL 2.28.3, src/transport.cc). */
+  if (n > 1 && hosts == n && nccl > 0 && nccl < NCCL_VERSION(2, 28, 7))
+    text_add(buf, size,
+             "%sNCCL %s (before 2.28.7) has no symmetric support when every"
+             " rank is alone on its node",
+             strlen(buf) > start ? "; " : "", version);
   /* CUDA P2P from each rank's GPU to rank 0's, on rank 0's host. */
   for (int r = 1; r < n; r++)
     if (facts[r].p2p_to_first == 0) {
@@ -264,8 +328,8 @@ static void add_causes(char *buf, size_t size, int n, const rank_facts *facts,
     text_add(
         buf, size,
         "no known cause found, and the windows prove nothing: NCCL %s hands"
-        " back windows it cannot use symmetrically (2.28.3 did for a buffer"
-        " 256 bytes into an allocation: docs/facts) (NCCL_DEBUG=INFO"
+        " back local registrations where it has no symmetric support"
+        " (docs/troubleshooting.md) (NCCL_DEBUG=INFO"
         " NCCL_DEBUG_SUBSYS=TUNING shows NCCL's choice on rank 0)",
         version);
   else if (strlen(buf) == start)

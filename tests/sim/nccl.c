@@ -71,10 +71,14 @@ static int multi_rank_gpu_allowed(void)
          strtoll(text, NULL, 0) != 0;
 }
 
+/* `call` is the program's call; `injectable` says whether SIM_FAIL and
+ * SIM_HANG may name it (ncclCommSplit, which only tools/nccl_facts makes,
+ * is not in the fault matrix). */
 static ncclResult_t init_rank(ncclComm_t *out, int nranks, ncclUniqueId id,
-                              int rank, int cta_policy, const char *call)
+                              int rank, int cta_policy, const char *call,
+                              int injectable)
 {
-  if (injected_failure(call))
+  if (injectable && injected_failure(call))
     return ncclUnhandledCudaError;
   if (strncmp(id.internal, SIM_MAGIC, strlen(SIM_MAGIC)) != 0 ||
       memchr(id.internal, '\0', sizeof id.internal) == NULL)
@@ -147,7 +151,7 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id,
                               int rank)
 {
   return init_rank(comm, nranks, id, rank, NCCL_CTA_POLICY_DEFAULT,
-                   "ncclCommInitRank");
+                   "ncclCommInitRank", 1);
 }
 
 ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks,
@@ -157,7 +161,8 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks,
   int policy = NCCL_CTA_POLICY_DEFAULT;
   if (config != NULL && config->CTAPolicy != NCCL_CONFIG_UNDEF_INT)
     policy = config->CTAPolicy;
-  return init_rank(comm, nranks, id, rank, policy, "ncclCommInitRankConfig");
+  return init_rank(comm, nranks, id, rank, policy, "ncclCommInitRankConfig",
+                   1);
 }
 
 ncclResult_t ncclCommFinalize(ncclComm_t comm)
@@ -173,13 +178,25 @@ static ncclResult_t release_comm(ncclComm_t comm, const char *call,
                                  int check_windows)
 {
   pthread_mutex_lock(&lock);
-  if (check_windows)
-    for (struct ncclWindow_vidmem *w = windows; w; w = w->next)
-      if (w->comm == comm)
-        violation(comm, "deregister-before-destroy", call,
-                  "a window of %zu bytes is still registered on this"
-                  " communicator; call ncclCommWindowDeregister first",
-                  w->size);
+  /* From 2.29.7 ncclCommDestroy frees the windows still registered (2.29.7
+   * release notes; 2.30.7 src/dev_runtime.cc, ncclDevrFinalize); before,
+   * they are lost with the communicator. */
+  const int frees_windows = simulated_version() >= NCCL_VERSION(2, 29, 7);
+  for (struct ncclWindow_vidmem **link = &windows; *link;) {
+    struct ncclWindow_vidmem *w = *link;
+    if (w->comm != comm) {
+      link = &w->next;
+      continue;
+    }
+    if (check_windows && !frees_windows)
+      violation(comm, "deregister-before-destroy", call,
+                "a window of %zu bytes is still registered on this"
+                " communicator, and NCCL before 2.29.7 does not free it;"
+                " call ncclCommWindowDeregister first",
+                w->size);
+    *link = w->next;
+    free(w);
+  }
   int found;
   LIST_UNLINK(comms, comm, found);
   pthread_mutex_unlock(&lock);
@@ -202,4 +219,43 @@ ncclResult_t ncclCommAbort(ncclComm_t comm)
 {
   mark_abort(comm->dir);
   return release_comm(comm, "ncclCommAbort", 0);
+}
+
+/* Only tools/nccl_facts splits a communicator: every rank of `comm` calls
+ * it; the ranks with one color form a communicator, ordered by key, then
+ * by their rank in `comm`. */
+ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
+                           ncclComm_t *newcomm, ncclConfig_t *config)
+{
+  const char *call = "ncclCommSplit";
+  long long mine[2] = {color, key}, peer[2];
+  exchange(comm, call, 0, color, mine, sizeof mine);
+  int nranks = 0, rank = 0;
+  for (int r = 0; r < comm->nranks; r++) {
+    msg_header h;
+    fetch(comm, r, &h, peer, sizeof peer);
+    if (peer[0] != color)
+      continue;
+    nranks++;
+    rank += peer[1] < key || (peer[1] == key && r < comm->rank);
+  }
+  finish_exchange(comm);
+  *newcomm = NULL;
+  if (color == NCCL_SPLIT_NOCOLOR)
+    return ncclSuccess;
+  /* Its rendezvous: the parent's, named by the split's place and color. */
+  ncclUniqueId id;
+  memset(&id, 0, sizeof id);
+  const char *parent = strrchr(comm->dir, '/');
+  char name[sizeof id.internal];
+  int len = snprintf(name, sizeof name, "%.40s-s%lu-c%d",
+                     parent ? parent + 1 : comm->dir, comm->seq, color);
+  if (len < 0 || (size_t)len + strlen(SIM_MAGIC) >= sizeof id.internal)
+    return ncclInternalError;
+  memcpy(id.internal, SIM_MAGIC, strlen(SIM_MAGIC));
+  memcpy(id.internal + strlen(SIM_MAGIC), name, (size_t)len + 1);
+  int policy = config != NULL && config->CTAPolicy != NCCL_CONFIG_UNDEF_INT
+                   ? config->CTAPolicy
+                   : comm->cta_policy;
+  return init_rank(newcomm, nranks, id, rank, policy, call, 0);
 }

@@ -144,7 +144,7 @@ extern _Thread_local char last_error[1024];
 /* ------------------------------------------------------------- state.c */
 long env_long(const char *name, long fallback);
 int sim_rank(void);
-void __real_set_error_rank(int rank);
+void __real_set_error_rank(int rank) __attribute__((weak));
 void __wrap_set_error_rank(int rank);
 void mark_abort(const char *dir);
 _Noreturn void violation(const struct ncclComm *comm, const char *rule,

@@ -47,7 +47,8 @@ long env_long(const char *name, long fallback)
 void __wrap_set_error_rank(int rank)
 {
   program_rank = rank;
-  __real_set_error_rank(rank);
+  if (__real_set_error_rank != NULL) /* a program without common/ has none */
+    __real_set_error_rank(rank);
 }
 
 /* The calling rank: its communicator's rank, else the rank its thread

@@ -149,3 +149,40 @@ cudaError_t cudaEventDestroy(cudaEvent_t event)
   free(event);
   return cudaSuccess;
 }
+
+/* CUDA graph capture, as far as tools/nccl_facts uses it: a stream may be
+ * captured, and the capture ends in a graph that is never launched. */
+cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream,
+                                        enum cudaStreamCaptureMode mode);
+cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *graph);
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream,
+                                   enum cudaStreamCaptureMode mode)
+{
+  (void)mode;
+  return stream != NULL ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream,
+                                        enum cudaStreamCaptureMode mode)
+{
+  return cudaStreamBeginCapture(stream, mode);
+}
+
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *graph)
+{
+  (void)stream;
+  *graph = malloc(1); /* stands for the graph; only destroyed */
+  return *graph != NULL ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+
+cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *graph)
+{
+  return cudaStreamEndCapture(stream, graph);
+}
+
+cudaError_t cudaGraphDestroy(cudaGraph_t graph)
+{
+  free(graph);
+  return cudaSuccess;
+}

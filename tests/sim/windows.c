@@ -263,3 +263,46 @@ ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win)
   free(win);
   return ncclSuccess;
 }
+
+/* ncclCommRegister, NCCL's ordinary local registration (only
+ * tools/nccl_facts calls it here): the same handle for the same buffer,
+ * shared with the local registrations ncclCommWindowRegister hands back
+ * before 2.30.7 (see gives_local_registration). */
+ncclResult_t ncclCommRegister(const ncclComm_t comm, void *buff, size_t size,
+                              void **handle)
+{
+  pthread_mutex_lock(&lock);
+  sim_alloc *a = find_alloc(buff, size);
+  pthread_mutex_unlock(&lock);
+  if (a == NULL) {
+    snprintf(last_error, sizeof last_error,
+             "ncclsim: %p is not device memory", buff);
+    return ncclInvalidArgument;
+  }
+  ncclWindow_t w = NULL;
+  ncclResult_t res = local_registration(comm, a, buff, size, &w);
+  *handle = w;
+  return res;
+}
+
+ncclResult_t ncclCommDeregister(const ncclComm_t comm, void *handle)
+{
+  pthread_mutex_lock(&lock);
+  struct ncclWindow_vidmem *w = windows;
+  while (w != NULL && !(w == handle && w->local_only && w->comm == comm))
+    w = w->next;
+  if (w == NULL) {
+    pthread_mutex_unlock(&lock);
+    snprintf(last_error, sizeof last_error,
+             "ncclsim: %p is not a local registration of this communicator",
+             handle);
+    return ncclInvalidArgument;
+  }
+  int found = 1;
+  if (--w->references == 0)
+    LIST_UNLINK(windows, w, found);
+  pthread_mutex_unlock(&lock);
+  if (w->references == 0 && found)
+    free(w);
+  return ncclSuccess;
+}

@@ -21,6 +21,14 @@ if command -v python3 >/dev/null; then
     skip python/pyflakes "pyflakes not installed (Debian: apt-get install pyflakes3)"
   fi
 fi
+# The window report with stand-ins for nccl4py's handles: no window (0 or
+# None) and a pending registration are told apart, without a GPU.
+if command -v python3 >/dev/null && begin python/window-report-without-nccl4py; then
+  run python3 "$ROOT/tests/unit/test_example_utils.py"
+  want_status 0
+  want_out "test_example_utils: all passed"
+  end
+fi
 # Without mpi4py (a stand-in package that fails to import as a missing one
 # does): a message naming the module and what to install, exit 1, no traceback.
 if command -v python3 >/dev/null; then

@@ -30,11 +30,6 @@
  * hands out, so that "not written" differs from NULL. */
 #define SENTINEL ((ncclWindow_t)(uintptr_t)0x5e47)
 
-/* set_error_rank is wrapped by the simulation (-Wl,--wrap=set_error_rank);
- * common/ defines the real one, which this test does not link. */
-void __real_set_error_rank(int rank);
-void __real_set_error_rank(int rank) { (void)rank; }
-
 static ncclComm_t one_rank_comm(void)
 {
   ncclUniqueId id;

@@ -72,7 +72,7 @@ int main(void)
   kernel(0, RING);
   kernel(1, RING);
   report("AllGather", 1, 2);
-  HAS("ran NCCL's regular kernel AllGather_RING_LL (no symmetric kernel) on"
+  HAS("ran NCCL's regular kernels of the RING family (no symmetric kernel) on"
       " every rank");
   HAS("Why not the copy engines: no known cause found");
 
@@ -83,7 +83,7 @@ int main(void)
   facts[3].null_window = 1;
   report("AllReduce", 0, 4);
   HAS("symmetric kernel AllReduce_RSxLD_AGxST_sum_f32 on ranks 0-2;"
-      " NCCL's regular kernel AllGather_RING_LL (no symmetric kernel) on"
+      " NCCL's regular kernels of the RING family (no symmetric kernel) on"
       " rank 3");
   HAS("Why no symmetric kernel: NULL windows on rank 3: NCCL registered no"
       " window");
@@ -120,10 +120,10 @@ int main(void)
 
   /* Ranks on two hosts: what the copy engines need depends on the loaded
    * NCCL (2.30 reaches across nodes in one NVLink system). */
-  const int versions[] = {0, NCCL_VERSION(2, 28, 3), NCCL_VERSION(2, 30, 7)};
+  const int versions[] = {0, NCCL_VERSION(2, 28, 9), NCCL_VERSION(2, 30, 7)};
   const char *wording[] = {
       "; the ranks are on 2 hosts: NCCL needs them in one NVLink domain\n",
-      "; the ranks are on 2 hosts: NCCL 2.28.3 uses the copy engines only"
+      "; the ranks are on 2 hosts: NCCL 2.28.9 uses the copy engines only"
       " within one node (NCCL 2.30 adds multi-node NVLink systems)\n",
       "; the ranks are on 2 hosts: NCCL 2.30.7 uses the copy engines only"
       " within one NVLink domain (one node, or one multi-node NVLink"
@@ -233,8 +233,8 @@ int main(void)
   facts[0].nccl = v228;
   setenv("NCCL_LOCAL_REGISTER", "0", 1);
   report("AllReduce", 0, 2);
-  HAS("NCCL_LOCAL_REGISTER=0 is set (0 for NCCL; NCCL 2.28.3 then hands back"
-      " NULL windows)");
+  HAS("NCCL_LOCAL_REGISTER=0 is set (0 for NCCL; without symmetric support"
+      " NCCL 2.28.3 then leaves the window handles unwritten)");
   facts[0].nccl = v230;
   report("AllReduce", 0, 2);
   LACKS("NCCL_LOCAL_REGISTER");
@@ -246,7 +246,7 @@ int main(void)
   facts[0].nccl = NCCL_VERSION(2, 28, 3);
   report("AllReduce", 0, 2);
   HAS("no known cause found, and the windows prove nothing: NCCL 2.28.3 hands"
-      " back windows it cannot use symmetrically");
+      " back local registrations where it has no symmetric support");
   facts[0].nccl = v230;
   report("AllReduce", 0, 2);
   HAS("no known cause found (NCCL_DEBUG=INFO");
@@ -276,6 +276,110 @@ int main(void)
   report("AllReduce", 0, 5);
   HAS("on ranks 0, 2, 4;");
   HAS("on ranks 1, 3\n");
+
+  /* Regular kernels by family: NCCL 2.28's names and 2.31's read alike. */
+  const char *names[][2] = {
+      {"ncclDevKernel_AllReduce_Sum_f32_RING_LL", "RING"},
+      {"ncclDevKernel_AllReduce_f32_RING", "RING"},
+      {"ncclDevKernel_AllGather_RING_LL", "RING"},
+      {"ncclDevKernel_AllGather_RING", "RING"},
+      {"ncclDevKernel_AllReduce_Sum_bf16_TREE_LL128", "TREE"},
+      {"ncclDevKernel_AllReduce_f32_NVLS_TREE", "NVLS_TREE"},
+      {"ncclDevKernel_AllReduce_Sum_f32_NVLS_SIMPLE", "NVLS"},
+      {"ncclDevKernel_AllGather_PAT_SIMPLE", "PAT"},
+      {"ncclDevKernel_AllReduce_f32_COLLNET_DIRECT", "COLLNET_DIRECT"},
+      {"ncclDevKernel_Generic", "Generic"}};
+  for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
+    char want[128];
+    reset(2);
+    kernel(0, names[k][0]);
+    kernel(1, names[k][0]);
+    report("AllReduce", 0, 2);
+    snprintf(want, sizeof want,
+             "ran NCCL's regular kernels of the %s family (no symmetric kernel)"
+             " on every rank\n",
+             names[k][1]);
+    HAS(want);
+  }
+  reset(2);
+  kernel(0, "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+  kernel(1, "ncclDevKernel_AllReduce_f32_RING"); /* 2.28 and 2.31: alike */
+  report("AllReduce", 0, 2);
+  HAS("of the RING family (no symmetric kernel) on every rank\n");
+  reset(2);
+  for (int r = 0; r < 2; r++) {
+    kernel(r, "ncclDevKernel_AllReduce_Sum_f32_RING_LL");
+    kernel(r, "ncclDevKernel_AllReduce_Sum_f32_TREE_LL");
+    kernel(r, "ncclDevKernel_AllReduce_Sum_f32_RING_SIMPLE");
+  }
+  report("AllReduce", 0, 2);
+  HAS("NCCL's regular kernels of the RING and TREE families (no symmetric"
+      " kernel)");
+
+  /* A rank with a symmetric and a regular kernel is symmetric, whichever
+   * came last. */
+  reset(2);
+  kernel(0, SYMK);
+  kernel(0, RING);
+  kernel(1, RING);
+  kernel(1, SYMK);
+  report("AllReduce", 0, 2);
+  HAS("What ran: AllReduce ran NCCL's symmetric kernel"
+      " AllReduce_RSxLD_AGxST_sum_f32 and regular kernels of the RING family"
+      " on every rank\n");
+  LACKS("Why");
+  EXPECT(what_ran_describe(&facts[0].work, 2, out, sizeof out) ==
+         RAN_SYMMETRIC);
+  EXPECT(what_ran_describe(&facts[1].work, 2, out, sizeof out) ==
+         RAN_SYMMETRIC);
+  reset(1);
+  kernel(0, "ncclDevKernel_AllReduce_f32_RING");
+  report("AllReduce", 0, 1);
+  HAS("What ran: one rank: NCCL did a local kernel: regular kernels of the"
+      " RING family, nothing was communicated\n");
+
+  /* Every cause at every rank position. */
+  for (int bad = 0; bad < 4; bad++) {
+    char want[128];
+    reset(4);
+    for (int r = 0; r < 4; r++)
+      kernel(r, RING);
+    facts[bad].null_window = 1;
+    report("AllReduce", 0, 4);
+    snprintf(want, sizeof want, "Why no symmetric kernel: NULL windows on"
+             " rank %d: NCCL registered no window", bad);
+    HAS(want);
+    if (bad == 0)
+      continue;
+    reset(4);
+    for (int r = 0; r < 4; r++)
+      kernel(r, RING);
+    facts[bad].p2p_to_first = 0;
+    report("AllReduce", 0, 4);
+    snprintf(want, sizeof want,
+             "Why no symmetric kernel: GPUs 0 and %d have no CUDA P2P access",
+             bad);
+    HAS(want);
+    reset(4);
+    for (int r = 0; r < 4; r++)
+      kernel(r, RING);
+    snprintf(facts[bad].host, sizeof facts[bad].host, "node9");
+    report("AllReduce", 0, 4);
+    HAS("Why no symmetric kernel: the ranks are on 2 hosts");
+  }
+
+  /* Before 2.28.7, ranks each alone on a host have no symmetric support. */
+  reset(2);
+  kernel(0, RING);
+  kernel(1, RING);
+  facts[0].nccl = NCCL_VERSION(2, 28, 3);
+  snprintf(facts[1].host, sizeof facts[1].host, "node1");
+  report("AllReduce", 0, 2);
+  HAS("; NCCL 2.28.3 (before 2.28.7) has no symmetric support when every"
+      " rank is alone on its node");
+  facts[0].nccl = NCCL_VERSION(2, 28, 9);
+  report("AllReduce", 0, 2);
+  LACKS("alone on its node");
 
   if (test_failures)
     fprintf(stderr, "test_what_ran: %d failure(s)\n", test_failures);

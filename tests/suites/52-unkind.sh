@@ -1,0 +1,107 @@
+# The world at its unkindest: what real NCCL and CUDA may do, per NCCL
+# version, and the programs surviving it (the simulation's side of each
+# behaviour is unit/simulation-is-unkind; a copy that lands only on its own
+# stream is in every output case).
+# Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
+
+# ------------------------------------------------ window handles per version
+for variant in sim-pthread sim-mpi; do
+  mode=${variant#sim-}
+  for p in $PROGRAMS; do
+    # NCCL 2.28 without symmetric support and with NCCL_LOCAL_REGISTER=0
+    # returns success and writes no handle: the program's NULL stands.
+    c="unkind/$mode/$p-handle-left-unwritten"
+    if { [ $mode = pthread ] || mpi_cases "$c"; } && begin "$c"; then
+      expected $p 3 --count $SMALL --mode $mode --gpus 8 --null-windows >"$f.expected"
+      SIM_NCCL_VERSION=22809 SIM_NO_SYMMETRIC=1 NCCL_LOCAL_REGISTER=0 sim_run $variant $p 3 -n $SMALL
+      want_status 0
+      want_out_file "$f.expected"
+      no_violation
+      end
+    fi
+    # The same with local registration on (NCCL's default): the handle is
+    # an ordinary local registration, which no program can tell from a
+    # window (What ran, with CUPTI, can): the run is a plain one.
+    c="unkind/$mode/$p-nccl-2.28-local-registration-for-a-window"
+    if { [ $mode = pthread ] || mpi_cases "$c"; } && begin "$c"; then
+      expected $p 3 --count $SMALL --mode $mode --gpus 8 >"$f.expected"
+      SIM_NCCL_VERSION=22809 SIM_NO_SYMMETRIC=1 sim_run $variant $p 3 -n $SMALL
+      want_status 0
+      want_out_file "$f.expected"
+      no_violation
+      end
+    fi
+  done
+done
+for p in $PROGRAMS; do
+  # Before 2.28.7 one rank alone on its node has no symmetric support: the
+  # handle is a local registration, and the program says so.
+  if begin "unkind/pthread/$p-nccl-2.28.3-one-rank-local-registration"; then
+    expected $p 1 --count $SMALL --gpus 8 --local-registration 2.28.3 >"$f.expected"
+    SIM_NCCL_VERSION=22803 sim_run sim-pthread $p 1 -n $SMALL
+    want_status 0
+    want_out_file "$f.expected"
+    no_violation
+    end
+  fi
+  if begin "unkind/pthread/$p-nccl-2.28.3-one-rank-without-local-registration"; then
+    expected $p 1 --count $SMALL --gpus 8 --null-windows >"$f.expected"
+    SIM_NCCL_VERSION=22803 NCCL_LOCAL_REGISTER=0 sim_run sim-pthread $p 1 -n $SMALL
+    want_status 0
+    want_out_file "$f.expected"
+    no_violation
+    end
+  fi
+  # The control: from 2.28.7 one rank has a window.
+  if begin "unkind/pthread/$p-nccl-2.28.9-one-rank-window"; then
+    expected $p 1 --count $SMALL --gpus 8 >"$f.expected"
+    SIM_NCCL_VERSION=22809 sim_run sim-pthread $p 1 -n $SMALL
+    want_status 0
+    want_out_file "$f.expected"
+    no_violation
+    end
+  fi
+done
+
+# --------------------------------------------------- the probe's sentinel
+# tools/nccl_facts against the simulation: a handle NCCL never wrote reads
+# "not written", one it set to NULL "NULL". The rows wanted come from what
+# each simulated version does (tests/sim/windows.c, with its sources).
+# facts_row FILE ID: the fields of fact ID, tab-separated, from field 4 on.
+facts_row() { awk -F'\t' -v id="$2" '$1 == id { print $4 "\t" $5 "\t" $6 "\t" $8 }' "$1"; }
+want_fact() { # ID CONTROL RESULT WINDOW DETAIL-PREFIX
+  local row
+  row=$(facts_row "$f.out" "$1")
+  [[ $row == "$2	$3	$4	$5"* ]] || why+="$1 reads '$row', wanted '$2	$3	$4	$5...'; "
+}
+for setting in "22803" "22809 SIM_NO_SYMMETRIC=1 NCCL_LOCAL_REGISTER=0" "23007" "23007 SIM_NO_SYMMETRIC=1"; do
+  read -r version vars <<<"$setting"
+  c="facts/sim/nccl-$version${vars:+-${vars// /-}}"
+  if begin "$c"; then
+    need sim-tools/nccl_facts
+    # shellcheck disable=SC2086 # the variables are words
+    SIM_DIR=$TMPDIR run env SIM_NCCL_VERSION=$version $vars "$B/sim-tools/nccl_facts" --tsv --timeout 20
+    want_status 0
+    case $setting in
+      22803)
+        want_fact register.memalloc ok "no error" non-NULL ""
+        want_fact env.local-register-0 ok "no error" "not written" ""
+        want_fact register.local-handle ok "no error" non-NULL "ncclCommRegister of the same buffer: no error; its handle is the window"
+        want_fact register.grouped ok "no error" non-NULL "before ncclGroupEnd the handle was not written"
+        ;;
+      22809*)
+        want_fact register.grouped "control failed" "no error" "not written" "no error, window not written"
+        ;;
+      23007)
+        want_fact env.local-register-0 ok "no error" non-NULL ""
+        want_fact register.local-handle ok "no error" non-NULL "ncclCommRegister of the same buffer: no error; its handle is not the window"
+        want_fact register.grouped ok "no error" non-NULL "before ncclGroupEnd the handle was NULL"
+        want_fact destroy.registered ok "no error" non-NULL "ncclCommFinalize: no error; ncclMemFree after: no error"
+        ;;
+      "23007 SIM_NO_SYMMETRIC=1")
+        want_fact register.memalloc ok "no error" NULL ""
+        ;;
+    esac
+    end
+  fi
+done
