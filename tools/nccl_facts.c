@@ -331,21 +331,22 @@ static void fact_loop(const fact *f, ncclComm_t comm, int rank, int nranks,
   void *buf = NULL;
   if (!mem_alloc(&buf, 64 * MIB, o))
     return;
-  int i, nulls = 0;
+  int i, nulls = 0, unwritten = 0;
   ncclResult_t res = ncclSuccess;
   for (i = 0; i < LOOP_TIMES && res == ncclSuccess; i++) {
     ncclWindow_t win = NOT_WRITTEN;
     res = ncclCommWindowRegister(comm, buf, 64 * MIB, &win,
                                  NCCL_WIN_COLL_SYMMETRIC);
-    nulls += res == ncclSuccess && !held(win);
+    nulls += res == ncclSuccess && window_state(win) == WIN_NULL;
+    unwritten += res == ncclSuccess && window_state(win) == WIN_NOT_WRITTEN;
     if (held(win))
       res = ncclCommWindowDeregister(comm, win);
   }
   record(o, comm, res, WIN_NONE);
   if (res == ncclSuccess)
     note(o->detail, sizeof o->detail,
-         "%d of %d registrations of 64 MiB succeeded, %d without a window", i,
-         LOOP_TIMES, nulls);
+         "%d of %d registrations of 64 MiB succeeded, %d NULL windows%s", i,
+         LOOP_TIMES, nulls, unwritten ? ", some handles not written" : "");
   else
     note(o->detail, sizeof o->detail, "failed at registration %d of %d", i,
          LOOP_TIMES);

@@ -41,7 +41,8 @@ static int allreduce_sm(const rank_ctx *ctx)
 
   /* STEP 2: Allocate buffers with NCCL's allocator ------------------------
    * Symmetric windows need ncclMemAlloc memory (NCCL docs). A cudaMalloc
-   * buffer: 2.30.7 refuses it, 2.28.3 gives a window (docs/facts). */
+   * buffer: 2.30.7 refuses it; 2.28.3 at one rank hands back a local
+   * registration, no window (docs/facts). */
   print_root(ctx, "Symmetric Memory allocation\n");
   const size_t count = ctx->opts->count;
   const size_t size_bytes = count * sizeof(float);
@@ -97,8 +98,10 @@ static int allreduce_sm(const rank_ctx *ctx)
   const int ok = verify_allreduce(ctx, h_result, count, expected);
 
   /* STEP 7: Clean up, in this order --------------------------------------
-   * Deregister windows before freeing their memory and destroying the comm:
-   * NCCL 2.28.3 and 2.30.7 let the wrong order pass (docs/facts). */
+   * Deregister windows before freeing their memory: NCCL 2.28.3 and 2.30.7
+   * let a window outlive its memory without a word (docs/facts). And
+   * before destroying the comm: only from 2.29.7 does ncclCommDestroy free
+   * the windows left registered. */
   free(h_data);
   free(h_result);
   NCCLCHECK(ncclCommWindowDeregister(comm, send_win));

@@ -110,8 +110,10 @@ static int allgather_ce(const rank_ctx *ctx)
   const int ok = verify_allgather_segments(ctx, h_result, sendcount);
 
   /* STEP 7: Clean up, in this order --------------------------------------
-   * Deregister windows before freeing their memory and destroying the comm:
-   * NCCL 2.28.3 and 2.30.7 let the wrong order pass (docs/facts). */
+   * Deregister windows before freeing their memory: NCCL 2.28.3 and 2.30.7
+   * let a window outlive its memory without a word (docs/facts). And
+   * before destroying the comm: only from 2.29.7 does ncclCommDestroy free
+   * the windows left registered. */
   free(h_data);
   free(h_result);
   NCCLCHECK(ncclCommWindowDeregister(comm, send_win));

@@ -27,19 +27,38 @@ stall_case() {
 }
 
 if [ "$NGPUS" -gt 0 ]; then
+  [ -n "$LIST" ] || need unit/gpu_facts
+  read -r NCCL_CODE GPU_SMS < <("$B/unit/gpu_facts" 2>/dev/null | sed 's/nccl=\([0-9]*\) sms=\([0-9]*\)/\1 \2/')
+  NCCL_CODE=${NCCL_CODE:-0}
+  nccl_name=$((NCCL_CODE / 10000)).$((NCCL_CODE % 10000 / 100)).$((NCCL_CODE % 100))
+  # Before 2.28.7 one rank alone has no symmetric support: its handle is a
+  # local registration (NCCL 2.28.3 src/transport.cc), and the programs
+  # say so; with NCCL_LOCAL_REGISTER=0 NCCL writes no handle at all.
+  one_rank=() one_rank_no_local=()
+  if [ "$NCCL_CODE" -lt 22807 ]; then
+    one_rank=(--local-registration "$nccl_name") one_rank_no_local=(--null-windows)
+  fi
   for p in $PROGRAMS; do
     for n in $(seq 1 "$NGPUS"); do
+      windows=()
+      [ $n = 1 ] && windows=("${one_rank[@]}")
       if begin "gpu/pthread/$p-$n"; then
-        expected $p $n --gpus $NGPUS --no-report >"$f.expected"
+        expected $p $n --gpus $NGPUS --no-report "${windows[@]}" >"$f.expected"
         need real-programs-pthread
         NTHREADS=$n run "$B/real-pthread/$p"
+        want_status 0; want_real_output "$f.expected"; end
+      fi
+      if [ $n = 1 ] && begin "gpu/pthread/$p-NCCL_LOCAL_REGISTER=0-1"; then
+        expected $p 1 --gpus $NGPUS --no-report "${one_rank_no_local[@]}" >"$f.expected"
+        need real-programs-pthread
+        NCCL_LOCAL_REGISTER=0 NTHREADS=1 run "$B/real-pthread/$p"
         want_status 0; want_real_output "$f.expected"; end
       fi
       [ $n = 1 ] && stall_case "hang/gpu/pthread/$p-register-1-rank" 1 0 pthread $p
       mpi_cases "gpu/mpi/$p-$n" || continue
       [ $n = 1 ] && stall_case "hang/gpu/mpi/$p-register-1-rank" 1 0 mpi $p
       if begin "gpu/mpi/$p-$n"; then
-        expected $p $n --mode mpi --no-report >"$f.expected"
+        expected $p $n --mode mpi --no-report "${windows[@]}" >"$f.expected"
         need real-programs-mpi
         run "${MPIRUN[@]}" -np $n "$B/real-mpi/$p"
         want_status 0; want_real_output "$f.expected"; end
@@ -47,10 +66,6 @@ if [ "$NGPUS" -gt 0 ]; then
     done
   done
   # Several ranks on one GPU: real NCCL >= 2.30 only.
-  [ -n "$LIST" ] || need unit/gpu_facts
-  read -r NCCL_CODE GPU_SMS < <("$B/unit/gpu_facts" 2>/dev/null | sed 's/nccl=\([0-9]*\) sms=\([0-9]*\)/\1 \2/')
-  NCCL_CODE=${NCCL_CODE:-0}
-  nccl_name=$((NCCL_CODE / 10000)).$((NCCL_CODE % 10000 / 100)).$((NCCL_CODE % 100))
 
   # What the loaded NCCL does with windows (tools/nccl_facts), against what
   # docs/facts recorded for the same version: a difference fails, showing
