@@ -19,6 +19,8 @@
 #                   without building or running anything
 # TEST_LOGS=dir     where the logs go (default tests/build/logs; a run of
 #                   the suite from inside the suite uses its own)
+# TEST_MPI=1        run the MPI cases even if the check before them finds
+#                   that Open MPI cannot connect 2 local ranks here
 #
 # The suite starts from a known environment: tests/lib/environment.sh
 # clears what the caller exported that would change a verdict.
@@ -45,7 +47,7 @@ export TMPDIR=$LOG/tmp
 . tests/lib/programs.sh
 
 if [ -z "$LIST" ]; then
-  echo "# GPUs visible: $NGPUS; MPI: $([ $HAVE_MPI = 1 ] && echo yes || echo "no ($NO_MPI)")"
+  echo "# GPUs visible: $NGPUS; MPI: $([ $HAVE_MPI = 1 ] && echo "yes: $MPI_CHECK" || echo "no ($NO_MPI)")"
   if [ -n "$SUITE_CLEARED" ]; then
     echo "# environment: cleared ${SUITE_CLEARED}(tests/lib/environment.sh)"
   fi

@@ -18,6 +18,44 @@ else
   NO_MPI="mpirun/mpicc not found (Debian: apt-get install openmpi-bin libopenmpi-dev)"
 fi
 
+# Whether Open MPI can run and connect 2 local ranks here, under the same
+# mpirun options as the cases: Open MPI's own settings in the environment
+# (OMPI_MCA_btl=self, a missing interface, ...) can stop it, and then the
+# MPI cases are skipped, the reason naming the check's error and those
+# settings, rather than failed as the programs' fault. TEST_MPI=1 runs them
+# anyway. Sets MPI_CHECK (what the check found) once per run.
+MPI_CHECK=""
+mpi_preflight() {
+  local dir=$B/mpi-check start took error settings
+  mkdir -p "$dir"
+  if ! mpicc -O1 -o "$dir/pingpong" "$ROOT/tests/hooks/mpi_pingpong.c" >"$dir/build.log" 2>&1; then
+    error="mpicc could not build a 2-rank program: $(grep -m1 -i error "$dir/build.log")"
+  else
+    start=$(date +%s%N)
+    timeout -k 5 60 "${MPIRUN[@]}" -np 2 "$dir/pingpong" >"$dir/run.out" 2>"$dir/run.err"
+    local status=$?
+    took=$((($(date +%s%N) - start) / 1000000))
+    if [ $status = 0 ] && grep -q "rank 0 of 2 got 42" "$dir/run.out" && grep -q "rank 1 of 2 got 42" "$dir/run.out"; then
+      MPI_CHECK="2 local ranks connect (${MPIRUN[*]} -np 2, $took ms)"
+      return 0
+    fi
+    # Open MPI's first line that says what went wrong, without its frames.
+    error=$(grep -v -E '^[-*= ]*$|^\[|^ *$' "$dir/run.err" | head -n 1)
+    [ $status = 124 ] && error="no answer within 60 s"
+    error="exit status $status: ${error:-no message}"
+  fi
+  settings=$(env | grep -E '^(OMPI_MCA_|PMIX_MCA_|PRTE_MCA_)' | grep -v '^OMPI_MCA_btl_vader_single_copy_mechanism=none$' | sort | paste -sd ' ' -)
+  MPI_CHECK="Open MPI cannot run and connect 2 local ranks here (${MPIRUN[*]} -np 2: $error);"
+  MPI_CHECK+=" Open MPI settings in the environment: ${settings:-none}; to run the MPI cases anyway: TEST_MPI=1"
+  [ -n "$settings" ] && MPI_CHECK+=", or unset those settings"
+  return 1
+}
+if [ $HAVE_MPI = 1 ] && [ -z "${LIST:-}" ] && [ "${TEST_MPI:-}" != 1 ] && ! mpi_preflight; then
+  HAVE_MPI=0
+  NO_MPI=$MPI_CHECK
+fi
+[ "${TEST_MPI:-}" = 1 ] && [ $HAVE_MPI = 1 ] && MPI_CHECK="not checked (TEST_MPI=1)"
+
 NGPUS=0
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
   NGPUS=$(nvidia-smi -L | grep -c '^GPU ')

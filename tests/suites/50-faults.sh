@@ -189,15 +189,16 @@ done
 # and the verdict names rank 60, whose call is the oldest (the others wait
 # for it).
 if begin "hang/pthread/allreduce_sm-64-ranks-rank-60-stuck"; then
-  SIM_DEVICES=64 SIM_HANG=cudaMemcpy:60 sim_run sim-pthread allreduce_sm 64 -n 64 --timeout 1
+  SIM_DEVICES=64 SIM_HANG=cudaMemcpyAsync:60 sim_run sim-pthread allreduce_sm 64 -n 64 --timeout 1
   want_status 3
   order=$(grep -oE "^allreduce_sm: rank [0-9]+: in " "$f.err" | grep -oE '[0-9]+' | tr '\n' ' ')
   [ "$order" = "$(seq -s ' ' 0 63) " ] || why+="rank lines '$order', wanted 0..63 in order; "
-  want_err "allreduce_sm: rank 60: in cudaMemcpy("
+  want_err "allreduce_sm: rank 60: in cudaMemcpyAsync("
   want_err "allreduce_sm: rank 60's call has not returned after --timeout 1 s"
-  # The others wait at the caller's line (main.c's all_ranks_print), not
-  # inside the transport.
-  want_err "allreduce_sm: rank 0: in all_ranks_gather (main.c:74), waiting for the other ranks for "
+  # The others wait at the caller's line (main.c's all_ranks_print after
+  # the copy), not inside the transport.
+  line=$(grep -n 'all_ranks_print(ctx, "  Rank %d data initialized' "$ROOT/01_allreduce/c/main.c" | cut -d: -f1)
+  want_err "allreduce_sm: rank 0: in all_ranks_gather (main.c:$line), waiting for the other ranks for "
   end
 fi
 

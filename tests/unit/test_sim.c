@@ -83,7 +83,9 @@ static void copies_land_on_their_stream(void)
   /* cudaMemcpy (this thread's default stream), then another stream. */
   EXPECT(cudaMemcpy(send, &value, sizeof value, cudaMemcpyHostToDevice) ==
          cudaSuccess);
-  value = 8.0f; /* staged at the call: a later change is not copied */
+  /* Staged at the call: a later change is not copied (read below). */
+  // cppcheck-suppress redundantAssignment
+  value = 8.0f;
   EXPECT(isnan(collective_reads(comm, send, recv, stream)));
   /* The copy lands once its own stream is synchronised. */
   EXPECT(cudaStreamSynchronize(cudaStreamPerThread) == cudaSuccess);
