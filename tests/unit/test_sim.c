@@ -83,15 +83,14 @@ static void copies_land_on_their_stream(void)
   /* cudaMemcpy (this thread's default stream), then another stream. */
   EXPECT(cudaMemcpy(send, &value, sizeof value, cudaMemcpyHostToDevice) ==
          cudaSuccess);
-  /* Staged at the call: a later change is not copied (read below). */
-  // cppcheck-suppress redundantAssignment
-  value = 8.0f;
+  value = 8.0f; /* staged at the call: a later change is not copied */
   EXPECT(isnan(collective_reads(comm, send, recv, stream)));
   /* The copy lands once its own stream is synchronised. */
   EXPECT(cudaStreamSynchronize(cudaStreamPerThread) == cudaSuccess);
   EXPECT(collective_reads(comm, send, recv, stream) == 7.0f);
 
   /* cudaMemcpyAsync on the collective's stream: ordered before it. */
+  // cppcheck-suppress redundantAssignment ; 8.0f was staged, never copied
   value = 9.0f;
   EXPECT(cudaMemcpyAsync(send, &value, sizeof value, cudaMemcpyHostToDevice,
                          stream) == cudaSuccess);
