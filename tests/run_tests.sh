@@ -43,6 +43,7 @@ if [ -z "$LIST" ]; then
 fi
 export TMPDIR=$LOG/tmp
 
+run_start=$EPOCHREALTIME
 . tests/lib/tap.sh
 . tests/lib/programs.sh
 
@@ -60,11 +61,25 @@ if [ -z "$LIST" ]; then
   fi
 fi
 
+# Progress: after each suite, its cases and time, and how far the run is
+# (the total comes from listing the cases first, which runs nothing).
+total=""
+[ -z "$LIST" ] && total=$(TEST_LIST=1 bash "$ROOT/tests/run_tests.sh" 2>/dev/null | grep -c .)
 for suite in tests/suites/*.sh; do
+  suite_start=$EPOCHREALTIME suite_first=$number
   . "$suite"
+  if [ -z "$LIST" ] && [ "$number" != "$suite_first" ]; then
+    echo "$(seconds_since "$suite_start") ${suite##*/}" >>"$LOG/suite-times.txt"
+    n=$((number - suite_first))
+    echo "# ${suite##*/}: $n case$([ $n = 1 ] || echo s) in $(seconds_since "$suite_start") s;" \
+      "$number of $total done after $(seconds_since "$run_start") s"
+  fi
 done
 
 [ -n "$LIST" ] && exit 0
+echo "# time per suite (s): $(sort -rn "$LOG/suite-times.txt" 2>/dev/null | awk '{printf "%s%s %s", (NR > 1 ? ", " : ""), $2, $1}')"
+echo "# slowest cases (s): $(sort -rn "$LOG/case-times.txt" 2>/dev/null | head -n 20 | awk '{printf "%s%s %s", (NR > 1 ? ", " : ""), $2, $1}')"
+echo "# whole run: $(seconds_since "$run_start") s"
 echo "1..$number"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]

@@ -23,6 +23,14 @@ begin() {
     echo "$name"
     return 1
   fi
+  case_start=$EPOCHREALTIME
+}
+
+# seconds_since EPOCHREALTIME-VALUE: the seconds since then, to 0.1 s.
+seconds_since() {
+  local now=${EPOCHREALTIME/./} then=${1/./}
+  local tenths=$(((now - then) / 100000))
+  echo "$((tenths / 10)).$((tenths % 10))"
 }
 
 # need TARGET...: builds these targets of tests/Makefile once per run (unit
@@ -90,6 +98,7 @@ want_out_file() { # exact comparison with an expected file
 }
 end() {
   number=$((number + 1))
+  echo "$(seconds_since "$case_start") $name" >>"$LOG/case-times.txt"
   if [ -z "$why" ]; then
     passed=$((passed + 1))
     echo "ok $number - $name"
