@@ -297,12 +297,21 @@ static void fact_sizes_differ(const fact *f, ncclComm_t comm, int rank,
     for (size_t i = 0; i < count; i++)
       host[i] = (float)rank;
     cudaStream_t s;
-    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
-    cudaMemcpy(send, host, sizeof host, cudaMemcpyHostToDevice);
+    cudaError_t setup = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    /* On the AllReduce's stream: a pageable copy may land late. */
+    if (setup == cudaSuccess)
+      setup = cudaMemcpyAsync(send, host, sizeof host, cudaMemcpyHostToDevice,
+                              s);
+    if (setup != cudaSuccess) {
+      note(o->detail, sizeof o->detail, "setting up the AllReduce: %s",
+           cudaGetErrorName(setup));
+      goto deregister;
+    }
     ncclResult_t ar =
         ncclAllReduce(send, recv, count, ncclFloat, ncclSum, comm, s);
     cudaError_t sync = cudaStreamSynchronize(s);
-    cudaMemcpy(host, recv, sizeof host, cudaMemcpyDeviceToHost);
+    if (sync == cudaSuccess)
+      sync = cudaMemcpy(host, recv, sizeof host, cudaMemcpyDeviceToHost);
     const float want = (float)nranks * (float)(nranks - 1) / 2;
     int wrong = 0;
     for (size_t i = 0; i < count; i++)
@@ -314,6 +323,7 @@ static void fact_sizes_differ(const fact *f, ncclComm_t comm, int rank,
          wrong, count);
     cudaStreamDestroy(s);
   }
+deregister:
   if (held(rw))
     ncclCommWindowDeregister(comm, rw);
   if (held(sw))
@@ -373,9 +383,18 @@ static void fact_what_ran(const fact *f, ncclComm_t comm, int rank, int nranks,
   ncclCommWindowRegister(comm, recv, bytes * (size_t)nranks, &rw,
                          NCCL_WIN_COLL_SYMMETRIC);
   cudaStream_t s;
-  cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
   int device = 0;
-  cudaGetDevice(&device);
+  if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess ||
+      cudaGetDevice(&device) != cudaSuccess) {
+    note(o->detail, sizeof o->detail, "no stream or device for the AllGather");
+    if (held(rw))
+      ncclCommWindowDeregister(comm, rw);
+    if (held(sw))
+      ncclCommWindowDeregister(comm, sw);
+    ncclMemFree(recv);
+    ncclMemFree(send);
+    return;
+  }
   int measured = engine_probe_start();
   uint64_t t0 = engine_probe_now();
   ncclResult_t res = ncclAllGather(send, recv, bytes, ncclChar, comm, s);
@@ -634,7 +653,12 @@ static void *rank_main(void *arg)
 {
   rank_job *j = arg;
   ncclComm_t comm = NULL;
-  cudaSetDevice(j->rank % j->ngpus);
+  cudaError_t err = cudaSetDevice(j->rank % j->ngpus);
+  if (err != cudaSuccess) {
+    note(j->init_error, sizeof j->init_error, "cudaSetDevice(%d): %s",
+         j->rank % j->ngpus, cudaGetErrorName(err));
+    return NULL;
+  }
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
   if (j->f->cta_zero)
@@ -678,7 +702,15 @@ static int child(const fact *f, int nranks)
     jobs[r] = (rank_job){
         .f = f, .rank = r, .nranks = nranks, .ngpus = ngpus, .id = id};
     jobs[r].out.window = WIN_NONE;
-    pthread_create(&threads[r], NULL, rank_main, &jobs[r]);
+  }
+  int started = 0;
+  while (started < nranks &&
+         pthread_create(&threads[started], NULL, rank_main, &jobs[started]) ==
+             0)
+    started++;
+  if (started < nranks) { /* the ranks started wait for it for ever */
+    fprintf(stderr, "nccl_facts: could not start rank %d's thread\n", started);
+    return 1; /* the child process ends, and its threads with it */
   }
   for (int r = 0; r < nranks; r++)
     pthread_join(threads[r], NULL);
@@ -814,13 +846,18 @@ int main(int argc, char *argv[])
     if (strcmp(argv[i], "--tsv") == 0) {
       tsv = 1;
     } else if (strcmp(argv[i], "--ranks") == 0 && i + 1 < argc) {
-      nranks = (int)strtol(argv[++i], &end, 10);
-      if (*end || nranks < 1 || nranks > 64)
+      errno = 0;
+      long value = strtol(argv[++i], &end, 10); /* range before the cast */
+      if (errno != 0 || end == argv[i] || *end || value < 1 || value > 64)
         return usage("--ranks takes a whole number from 1 to 64");
+      nranks = (int)value;
     } else if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc) {
-      limit = (int)strtol(argv[++i], &end, 10);
-      if (*end || limit < 1)
-        return usage("--timeout takes a whole number of seconds from 1");
+      errno = 0;
+      long value = strtol(argv[++i], &end, 10);
+      if (errno != 0 || end == argv[i] || *end || value < 1 || value > 86400)
+        return usage("--timeout takes a whole number of seconds from 1 to"
+                     " 86400");
+      limit = (int)value;
     } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
       only = argv[++i];
     } else {

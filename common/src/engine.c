@@ -215,7 +215,7 @@ uint64_t engine_probe_now(void)
   uint64_t t = 0;
   CUptiResult res;
   WATCHED(res, cuptiGetTimestamp(&t));
-  return res == CUPTI_SUCCESS ? t : 0;
+  return failed(res, "cuptiGetTimestamp") ? 0 : t;
 }
 
 /* The thread that made the API call with this correlation id, or 0. */
@@ -230,9 +230,14 @@ static uint32_t launcher(uint32_t correlation)
 int engine_probe_collect(int device, uint64_t t0, uint64_t t1, engine_work *w)
 {
   CUptiResult res;
-  WATCHED(res, cuptiActivityFlushAll(0)); /* runs buffer_completed */
-  (void)res; /* what was recorded so far still counts */
   memset(w, 0, sizeof *w);
+  /* Without a time span or the records flushed, nothing was measured: an
+   * empty count would read as "no kernel and no copy". */
+  if (t0 == 0 || t1 == 0)
+    return 0;
+  WATCHED(res, cuptiActivityFlushAll(0)); /* runs buffer_completed */
+  if (failed(res, "cuptiActivityFlushAll"))
+    return 0;
   uint32_t me = (uint32_t)syscall(SYS_gettid);
   pthread_mutex_lock(&lock);
   for (size_t i = 0; i < nrecords; i++) {

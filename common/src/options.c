@@ -230,7 +230,11 @@ enum parse_result parse_options(int argc, char *argv[], example_options *opts,
       return PARSE_BAD;
     default:
       if (!quiet) {
-        print_error("unknown option '%s'\n", argv[optind - 1]);
+        /* A short option (optopt) may sit inside a cluster such as -zq,
+         * where optind still names an earlier argument. */
+        char short_opt[3] = {'-', (char)optopt, '\0'};
+        print_error("unknown option '%s'\n",
+                    optopt != 0 ? short_opt : argv[optind - 1]);
         print_usage(stderr, opts->prog);
       }
       return PARSE_BAD;

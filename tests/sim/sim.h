@@ -9,6 +9,18 @@
  * the same code works for threads (pthread build) and processes (MPI
  * build). Collectives really combine the ranks' data.
  *
+ * It is as unkind as real CUDA and NCCL, per simulated NCCL version: fresh
+ * device memory reads as NaN; a host-to-device copy from pageable memory
+ * lands only when its own stream is next used or synchronised (cuda.c);
+ * ncclCommWindowRegister without symmetric support leaves the handle
+ * unwritten before 2.30.7 (2.30.7 writes NULL), hands back a local
+ * registration instead of a window before 2.30.7 while NCCL_LOCAL_REGISTER
+ * is on, and before 2.28.7 has no symmetric support for ranks each alone on
+ * their node (NCCL_HOSTID); inside ncclGroupStart/End the handle is written
+ * at ncclGroupEnd; from 2.29.7 ncclCommDestroy frees the windows left
+ * registered (windows.c, nccl.c). The test builds also make uninitialised
+ * locals read as a pattern (tests/Makefile), as stack garbage may.
+ *
  * It also enforces the rules of the symmetric-memory lifecycle that real
  * NCCL does not reliably catch. A violation prints
  *   ncclsim: RULE VIOLATION [rule] rank R in CALL: details
@@ -19,7 +31,8 @@
  *   SIM_DEVICES=N        visible devices (default 8; 0 = no GPU)
  *   SIM_NCCL_VERSION=C   version code ncclGetVersion reports (default: the
  *                        headers' NCCL_VERSION_CODE)
- *   SIM_NO_SYMMETRIC=1   no symmetric support: windows come back NULL
+ *   SIM_NO_SYMMETRIC=1   no symmetric support (what the handle then holds
+ *                        depends on the version: see above)
  *   SIM_FAIL=CALL:R[,CALL:R...]  CALL fails on rank R (e.g. ncclMemAlloc:2);
  *                        an unknown CALL or a rank that is not a number
  *                        ends the process

@@ -182,9 +182,14 @@ if begin build/tools-nccl-facts; then
   run "$B/tools-cpu/nccl_facts" --only no.such.fact
   want_status 2
   want_err "nccl_facts: --only names no fact"
-  run "$B/tools-cpu/nccl_facts" --ranks 0
+  for v in 0 65 4294967298 -1 2x ""; do
+    run "$B/tools-cpu/nccl_facts" --ranks "$v"
+    want_status 2
+    want_err "--ranks takes a whole number from 1 to 64"
+  done
+  run "$B/tools-cpu/nccl_facts" --timeout 4294967297
   want_status 2
-  want_err "--ranks takes a whole number from 1 to 64"
+  want_err "--timeout takes a whole number of seconds from 1 to 86400"
   end
 fi
 if begin build/nccl-home-without-library; then

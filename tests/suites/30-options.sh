@@ -12,6 +12,10 @@ for p in $PROGRAMS; do
     need real-programs-pthread
     run "$bin" --bogus; want_status 2; want_err "unknown option '--bogus'"; want_err "Usage: $p"; end
   fi
+  if begin "options/$p-unknown-option-in-a-cluster"; then
+    need real-programs-pthread
+    run "$bin" -zq; want_status 2; want_err "$p: unknown option '-z'"; want_err "Usage: $p"; end
+  fi
   for v in 0 abc 2x -5 99999999999999999999999; do
     if begin "options/$p-count-$v"; then
       need real-programs-pthread
