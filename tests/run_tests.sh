@@ -21,6 +21,8 @@
 #                   the suite from inside the suite uses its own)
 # TEST_MPI=1        run the MPI cases even if the check before them finds
 #                   that Open MPI cannot connect 2 local ranks here
+# TEST_LANES=1      a whole run in one lane (default 2: two groups of suites
+#                   at once)
 #
 # The suite starts from a known environment: tests/lib/environment.sh
 # clears what the caller exported that would change a verdict.
@@ -62,19 +64,50 @@ if [ -z "$LIST" ]; then
 fi
 
 # Progress: after each suite, its cases and time, and how far the run is
-# (the total comes from listing the cases first, which runs nothing).
+# (for a whole run the total comes from listing the cases first, which
+# runs nothing).
 total=""
-[ -z "$LIST" ] && total=$(TEST_LIST=1 bash "$ROOT/tests/run_tests.sh" 2>/dev/null | grep -c .)
-for suite in tests/suites/*.sh; do
-  suite_start=$EPOCHREALTIME suite_first=$number
+[ -z "$LIST" ] && [ -z "$FILTER" ] && total=" of $(TEST_LIST=1 bash "$ROOT/tests/run_tests.sh" 2>/dev/null | grep -c .)"
+lane=""
+run_suite() { # FILE: runs its cases, then says how long it took
+  local suite=$1 suite_start=$EPOCHREALTIME suite_first=$number n
   . "$suite"
   if [ -z "$LIST" ] && [ "$number" != "$suite_first" ]; then
     echo "$(seconds_since "$suite_start") ${suite##*/}" >>"$LOG/suite-times.txt"
     n=$((number - suite_first))
     echo "# ${suite##*/}: $n case$([ $n = 1 ] || echo s) in $(seconds_since "$suite_start") s;" \
-      "$number of $total done after $(seconds_since "$run_start") s"
+      "${lane:+$lane: }$number$total done after $(seconds_since "$run_start") s"
   fi
-done
+}
+
+# A whole run takes two lanes at once (most cases wait on processes, timers
+# or builds of their own): the suites of the second lane run in the
+# background, their TAP lines kept and numbered after the first lane's. The
+# checks over the whole run's logs (99-checks.sh) come last. Everything both
+# lanes `need` was built above.
+SECOND_LANE=" 12-mpi-settings.sh 50-faults.sh 52-unkind.sh 55-fault-matrix.sh 60-bench.sh 70-shared-gpu.sh 80-rules.sh 91-python.sh "
+LAST=" 99-checks.sh "
+if [ -z "$LIST" ] && [ -z "$FILTER" ] && [ "${TEST_LANES:-2}" = 2 ]; then
+  (
+    number=0 passed=0 failed=0 skipped=0 lane="second lane" total=""
+    for suite in tests/suites/*.sh; do
+      [[ $SECOND_LANE == *" ${suite##*/} "* ]] && run_suite "$suite"
+    done
+  ) >"$LOG/second-lane.tap" 2>&1 </dev/null &
+  second_lane=$!
+  for suite in tests/suites/*.sh; do
+    [[ $SECOND_LANE$LAST == *" ${suite##*/} "* ]] || run_suite "$suite"
+  done
+  wait "$second_lane"
+  replay_tap "$LOG/second-lane.tap"
+  for suite in tests/suites/*.sh; do
+    [[ $LAST == *" ${suite##*/} "* ]] && run_suite "$suite"
+  done
+else
+  for suite in tests/suites/*.sh; do
+    run_suite "$suite"
+  done
+fi
 
 [ -n "$LIST" ] && exit 0
 echo "# time per suite (s): $(sort -rn "$LOG/suite-times.txt" 2>/dev/null | awk '{printf "%s%s %s", (NR > 1 ? ", " : ""), $2, $1}')"

@@ -115,3 +115,24 @@ skip() { # skip NAME REASON
     echo "ok $number - $1 # SKIP $2"
   fi
 }
+
+# replay_tap FILE: prints the TAP of a run made elsewhere (in a subshell,
+# numbered from 1), numbered and counted as this run's; other lines as they
+# are.
+replay_tap() {
+  local line
+  while IFS= read -r line; do
+    if [[ $line =~ ^ok\ [0-9]+\ -\ (.*\ \#\ SKIP\ .*)$ ]]; then
+      number=$((number + 1)) skipped=$((skipped + 1))
+      echo "ok $number - ${BASH_REMATCH[1]}"
+    elif [[ $line =~ ^ok\ [0-9]+\ -\ (.*)$ ]]; then
+      number=$((number + 1)) passed=$((passed + 1))
+      echo "ok $number - ${BASH_REMATCH[1]}"
+    elif [[ $line =~ ^not\ ok\ [0-9]+\ -\ (.*)$ ]]; then
+      number=$((number + 1)) failed=$((failed + 1))
+      echo "not ok $number - ${BASH_REMATCH[1]}"
+    else
+      echo "$line"
+    fi
+  done <"$1"
+}
