@@ -95,11 +95,13 @@ if [ -z "$LIST" ] && [ -z "$FILTER" ] && [ "${TEST_LANES:-2}" = 2 ]; then
     done
   ) >"$LOG/second-lane.tap" 2>&1 </dev/null &
   second_lane=$!
+  whole=$total lane="first lane" total=""
   for suite in tests/suites/*.sh; do
     [[ $SECOND_LANE$LAST == *" ${suite##*/} "* ]] || run_suite "$suite"
   done
   wait "$second_lane"
   replay_tap "$LOG/second-lane.tap"
+  lane="" total=$whole
   for suite in tests/suites/*.sh; do
     [[ $LAST == *" ${suite##*/} "* ]] && run_suite "$suite"
   done
