@@ -94,7 +94,7 @@ fault_census() {
 # fault_cell ACTION MODE PROGRAM HOW N R CALL: runs one cell as a case.
 fault_cell() {
   local action=$1 mode=$2 p=$3 how=$4 n=$5 r=$6 call=$7 name start took census makes=0
-  name=$(fault_cell_name "$@")
+  name=${FAULT_CELL_NAME:-$(fault_cell_name "$@")}
   if [ "$mode" = mpi ] && [ $HAVE_MPI = 0 ]; then
     [ -z "$LIST" ] && { [ -z "$FILTER" ] || [[ $name =~ $FILTER ]]; } && echo "$call" >>"$SKIPPED_LOG"
     mpi_cases "$name"
@@ -118,8 +118,15 @@ fault_cell() {
   # A run whose short --timeout ended it before the injection (a call that
   # was merely slow on a loaded machine) tested nothing: it runs once more,
   # its first output kept as $f.before-injection.err. Twice is a failure.
+  # The second run's --timeout is 5 times longer: a machine slow enough to
+  # outlast the short one before the injection is slow at every call.
+  local timeout_used=$FAULT_TIMEOUT
   if [ $makes = 1 ] && [ "$status" = 3 ] && ! grep -q "^ncclsim: injected" "$f.err"; then
     cp "$f.err" "$f.before-injection.err"
+    if [ "$action" = hangs ]; then
+      timeout_used=$((FAULT_TIMEOUT * 5))
+      args[${#args[@]} - 1]=$timeout_used
+    fi
     start=$(date +%s%N)
     fault_run "$mode" "$p" "$how" "$n" "${args[@]}"
   fi
@@ -165,7 +172,7 @@ fault_cell() {
     echo "hang $call $p $how $mode" >>"$INJECTED_LOG"
     want_status 3
     want_err "$p: rank $r: in ${call%_v2}("
-    want_err "call has not returned after --timeout $FAULT_TIMEOUT s: ending the job (exit 3)"
+    want_err "call has not returned after --timeout $timeout_used s: ending the job (exit 3)"
     # Every rank's line, in rank order, from one process; in pthread mode
     # a hang in the setup, before the ranks' threads start, has only the
     # main thread's (rank 0) and says so.
@@ -176,8 +183,8 @@ fault_cell() {
       grep -q "the ranks had not started: the job was still being set up" "$f.err"; }; then
       why+="rank lines '$order', wanted one per rank in order '$want'; "
     fi
-    [ "$took" -le $(((FAULT_TIMEOUT + 8) * 1000)) ] ||
-      why+="the job ended $took ms after the injection, more than --timeout $FAULT_TIMEOUT s + 8 s; "
+    [ "$took" -le $(((timeout_used + 8) * 1000)) ] ||
+      why+="the job ended $took ms after the injection, more than --timeout $timeout_used s + 8 s; "
   elif [ $makes = 1 ]; then
     why+="the census says rank $r makes $call, but the run injected nothing; "
   else

@@ -230,6 +230,18 @@ int injected_failure(const char *call)
     _exit(SIM_EXIT_VIOLATION);
   }
   census(call);
+  /* SIM_SLOW=CALL:RANK:MS: that call takes MS longer on that rank (a
+   * loaded machine), and is no injection. */
+  const char *slow = getenv("SIM_SLOW");
+  char slow_call[64];
+  int slow_rank = -1;
+  long slow_ms = 0;
+  if (slow != NULL &&
+      sscanf(slow, "%63[^:]:%d:%ld", slow_call, &slow_rank, &slow_ms) == 3 &&
+      strcmp(slow_call, call) == 0 && slow_rank == sim_rank() && slow_ms > 0)
+    nanosleep(&(struct timespec){.tv_sec = slow_ms / 1000,
+                                 .tv_nsec = slow_ms % 1000 * 1000000},
+              NULL);
   const char *hang = getenv("SIM_HANG");
   if (hang != NULL && spec_matches("SIM_HANG", hang, call)) {
     fprintf(stderr,

@@ -185,6 +185,21 @@ for p in $PROGRAMS; do
   fi
 done
 
+# A hang cell on a machine so slow that a call before the injection
+# outlasts the cell's short --timeout: the cell runs again with a longer one
+# and passes (tests/lib/faults.sh), its first run kept.
+. tests/lib/faults.sh
+SLOW_CELL=hang/pthread/allreduce_sm-slow-call-before-the-injection
+SIM_SLOW=cudaMalloc:1:3000 FAULT_CELL_NAME=$SLOW_CELL fault_cell hangs pthread allreduce_sm bench 2 1 cublasCreate_v2
+if begin "$SLOW_CELL-took-the-second-run"; then
+  first=$LOG/${SLOW_CELL//[^A-Za-z0-9_.=-]/_}.before-injection.err
+  run cat "$first"
+  want_status 0
+  want_out "rank 1: in cudaMalloc("
+  want_out "has not returned after --timeout $FAULT_TIMEOUT s"
+  end
+fi
+
 # 64 ranks, rank 60 stuck: every rank's line is printed, whole, in order,
 # and the verdict names rank 60, whose call is the oldest (the others wait
 # for it).
