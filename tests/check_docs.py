@@ -21,6 +21,11 @@
   WINDOW; DETAIL" (RESULT without NCCL's "(run with ...)" hint).
 - docs/building.md names every target and variable `make help` lists.
 - A lesson's main.c names nothing of --bench (BENCH_*, bench_*, run_bench).
+- Pages and recordings speak to users (tracked .md files, docs/**/*.txt):
+  no paths outside the repository, issue numbers, commit hashes as
+  caveats, untracked helper scripts, or words for the machines the project
+  was made on. `check_docs.py --users-text FILE...` checks only that, in
+  FILE (tests/data/docs/internal-text.md is the control).
 Prints one line per problem; exits 1 if there is any.
 """
 import difflib
@@ -227,6 +232,33 @@ def check_lesson_names_no_benchmark(problems):
     return len(MAIN)
 
 
+# Words about how the project was made, which a user cannot act on.
+INTERNAL_TEXT = [
+    (r"\.\./shared/", "a path outside the repository"),
+    (r"\.gpu/|\buntracked\b", "a helper script that is not in the repository"),
+    (r"\b[Ii]ssues? \d+\b", "an issue number"),
+    (r"\bcommits? [0-9a-f]{7,40}\b", "a commit hash"),
+    (r"\b(earlier|this|last|previous) session\b", "work history"),
+    (r"\bthe (CPU|GPU|H200) machine\b", "the machines the project was made on"),
+]
+
+
+def check_users_text(problems, files=None):
+    """Pages and recordings speak to users (see INTERNAL_TEXT)."""
+    if files is None:
+        files = [f for f in tracked("*.md") + tracked("*.txt")
+                 if not f.startswith("tests/data/") and (f.endswith(".md") or f.startswith("docs/"))]
+    checked = 0
+    for doc in files:
+        for num, line in enumerate(open(os.path.join(ROOT, doc)), 1):
+            for pattern, what in INTERNAL_TEXT:
+                checked += 1
+                m = re.search(pattern, line)
+                if m:
+                    problems.append(f"{doc}:{num}: {what}: '{m.group(0)}'")
+    return checked
+
+
 def check_links(problems):
     """Every relative link of a tracked .md file names a file or folder
     that exists."""
@@ -244,6 +276,12 @@ def check_links(problems):
 
 
 def main():
+    if sys.argv[1:2] == ["--users-text"]:
+        problems = []
+        check_users_text(problems, sys.argv[2:])
+        for p in problems:
+            print(p)
+        return 1 if problems else 0
     problems = []
     sources = {p: [l.strip() for l in open(os.path.join(ROOT, p)).read().split("\n")]
                for p in tracked("*.c") + tracked("*.h")}
@@ -310,6 +348,7 @@ def main():
     checked += check_fact_citations(problems)
     checked += check_lifecycle_diagram(problems)
     checked += check_links(problems)
+    checked += check_users_text(problems)
     checked += check_make_help(problems)
     checked += check_lesson_names_no_benchmark(problems)
     for p in problems:

@@ -15,6 +15,17 @@ else
     [ "$status" = 0 ] || why+="$(grep -v '^doc_blocks:' "$f.out" | head -n 3 | tr '\n' ' ')"
     end
   fi
+  if begin docs/control/words-about-how-it-was-made-fail; then
+    run python3 tests/check_docs.py --users-text tests/data/docs/internal-text.md
+    want_status 1
+    want_out "internal-text.md:3: a path outside the repository: '../shared/'"
+    want_out "internal-text.md:3: a helper script that is not in the repository: '.gpu/'"
+    want_out "internal-text.md:4: an issue number: 'Issue 19'"
+    want_out "internal-text.md:4: a commit hash: 'commit 125c025'"
+    want_out "internal-text.md:5: work history: 'earlier session'"
+    want_out "internal-text.md:5: the machines the project was made on: 'the CPU machine'"
+    end
+  fi
   if begin docs/control/an-unmarked-block-fails; then
     run python3 tests/doc_blocks.py --check tests/data/docs/unmarked.md
     want_status 1
