@@ -11,7 +11,8 @@
  * ranks than GPUs share them (NCCL >= 2.30 and NCCL_MULTI_RANK_GPU_ENABLE,
  * which the probe sets for its children). --tsv prints the same facts as
  * tab-separated values, the form docs/facts/ records and `make test`
- * compares. Exit status: 0, or 1 if a fact could not be asked at all.
+ * compares. Exit status: 0; 1 if a fact could not be asked at all, or no
+ * GPU is visible (every fact then says n/a and why); 2 for a usage error.
  *
  * Each fact runs in a child process of its own, with its variables set
  * (NCCL reads most of them once per process), under a time limit: a fact
@@ -742,6 +743,7 @@ static int child(const fact *f, int nranks)
 /* Whether each fact behaved as a control must: a window for
  * register.memalloc, the copy engines for cta.config-zero. */
 static int normal[64];
+static int no_gpu; /* a child found no GPU: nothing could be asked */
 
 static int index_of(const char *id)
 {
@@ -802,6 +804,7 @@ static int ask(const fact *f, int nranks, int nccl, int tsv, int limit)
     if (*p)
       *p++ = '\0';
   }
+  no_gpu |= strcmp(field[0], "n/a") == 0 && strncmp(field[4], "no GPU: ", 8) == 0;
   normal[index_of(f->id)] = strcmp(field[0], "ok") == 0 &&
                             (strcmp(f->id, "cta.config-zero") == 0
                                  ? strncmp(field[4], "copy engines", 12) == 0
@@ -860,6 +863,20 @@ int main(int argc, char *argv[])
       limit = (int)value;
     } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
       only = argv[++i];
+    } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+      printf("Usage: nccl_facts [--ranks N] [--tsv] [--only ID] [--timeout S]\n"
+             "Asks the loaded NCCL what it does with windows, one fact per"
+             " line (docs/facts/README.md).\n"
+             "  --ranks N    run each fact with N ranks, threads of one"
+             " process (1 to 64)\n"
+             "  --tsv        tab-separated values, the form docs/facts"
+             " records\n"
+             "  --only ID    only the fact ID (and its control)\n"
+             "  --timeout S  a fact that has not answered after S seconds is"
+             " hung (default 60)\n"
+             "Exit status: 0; 1 if a fact could not be asked, or no GPU is"
+             " visible; 2 for a usage error.\n");
+      return 0;
     } else {
       return usage("unknown argument");
     }
@@ -888,6 +905,11 @@ int main(int argc, char *argv[])
               strerror(errno));
       return 1;
     }
+  }
+  if (no_gpu) {
+    fprintf(stderr, "nccl_facts: no GPU is visible, so no fact could be"
+                    " asked (each says why)\n");
+    return 1;
   }
   return 0;
 }

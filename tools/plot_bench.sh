@@ -13,7 +13,12 @@
 # every text that reaches gnuplot (modes, program, title, file name) is a
 # single-quoted gnuplot string, where nothing but a doubled quote is special.
 set -euo pipefail
-csv=${1:?usage: tools/plot_bench.sh RESULTS.csv [OUT.png] [TITLE]}
+if [ $# -lt 1 ] || [ $# -gt 3 ] || [ "$1" = -h ] || [ "$1" = --help ]; then
+  echo "usage: tools/plot_bench.sh RESULTS.csv [OUT.png] [TITLE]: plots a --bench CSV" >&2
+  [ $# -ge 1 ] && [[ $1 == -h || $1 == --help ]] && exit 0
+  exit 2
+fi
+csv=$1
 png=${2:-${csv%.csv}.png}
 command -v gnuplot >/dev/null || { echo "plot_bench.sh: gnuplot not found (apt-get install gnuplot-nox)" >&2; exit 1; }
 [ -s "$csv" ] || { echo "plot_bench.sh: $csv is empty or missing" >&2; exit 1; }

@@ -168,17 +168,21 @@ for ex in 01_allreduce:allreduce_sm 02_allgather:allgather_ce; do
   done
 done
 # tools/nccl_facts builds everywhere; without a GPU every fact says n/a and
-# why, and the probe exits 0. Its options are checked.
+# why, and the probe exits 1 saying so. Its options are checked.
 if begin build/tools-nccl-facts; then
   run make --no-print-directory -s -C tools facts FACTS_BIN="$B/tools-cpu/nccl_facts"
   want_status 0
   if [ "$NGPUS" = 0 ]; then
     run "$B/tools-cpu/nccl_facts" --only env.cumem-enable-0 --tsv
-    want_status 0
+    want_status 1
+    want_err "nccl_facts: no GPU is visible, so no fact could be asked"
     want_out "register.memalloc"   # its control runs too
     want_out "env.cumem-enable-0"
     grep -q "	n/a	.*no GPU: " "$f.out" || why+="no 'n/a ... no GPU' line; "
   fi
+  run "$B/tools-cpu/nccl_facts" --help
+  want_status 0
+  want_out "Usage: nccl_facts [--ranks N] [--tsv] [--only ID] [--timeout S]"
   run "$B/tools-cpu/nccl_facts" --only no.such.fact
   want_status 2
   want_err "nccl_facts: --only names no fact"

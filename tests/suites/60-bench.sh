@@ -59,6 +59,16 @@ if command -v gnuplot >/dev/null; then
     want_err "not a --bench CSV: its heading is not program,ranks,mode,"
     end
   fi
+  if begin "bench/plot/usage"; then
+    run tools/plot_bench.sh
+    want_status 2
+    want_err "usage: tools/plot_bench.sh RESULTS.csv [OUT.png] [TITLE]"
+    ! grep -q "parameter null or not set\|unbound variable" "$f.err" || why+="a shell error instead of the usage; "
+    run tools/plot_bench.sh --help
+    want_status 0
+    want_err "usage: tools/plot_bench.sh"
+    end
+  fi
   if begin "bench/plot/missing-csv"; then
     run tools/plot_bench.sh "$LOG/no-such.csv"
     want_status 1
