@@ -80,3 +80,71 @@ for p in $PROGRAMS; do
   fi
 done
 
+
+# Every numeric option at its edges, from the documented ranges (the usage
+# text and README): 0, 1, the maximum, one past it, negative, with a
+# suffix, overflowing. A value accepted gets past parsing (the simulated
+# program then finds no GPU: exit 1); one refused exits 2 naming it. Each
+# line: OPTION VALUE accepted|refused [OTHER OPTIONS].
+OPTION_EDGES='-n 0 refused
+-n 1 accepted
+-n 4611686018427387903 accepted
+-n 4611686018427387904 refused
+-n -1 refused
+-n 1K refused
+-n 99999999999999999999 refused
+-b 0 refused --bench -e 1G
+-b 0K refused --bench -e 1G
+-b 1 accepted --bench
+-b 1K accepted --bench
+-b 1G accepted --bench
+-b 2G accepted --bench -e 4G
+-b -1 refused --bench
+-b 1T refused --bench
+-b 1KB refused --bench
+-e 0 refused --bench -b 1
+-e 18446744073709551615 accepted --bench
+-e 18446744073709551616 refused --bench
+-e 17179869183G accepted --bench
+-e 17179869184G refused --bench
+-f 1 refused --bench
+-f 2 accepted --bench
+-f 1024 accepted --bench
+-f 1025 refused --bench
+-f -2 refused --bench
+-f 4x refused --bench
+-w 0 accepted --bench
+-w 1000000 accepted --bench
+-w 1000001 refused --bench
+-w -1 refused --bench
+-i 0 refused --bench
+-i 1 accepted --bench -r 1
+-i 1000000 accepted --bench
+-i 1000001 refused --bench
+-r 0 refused --bench
+-r 1 accepted --bench
+-r 1000 accepted --bench -i 1000
+-r 1001 refused --bench -i 2000
+-r 5 refused --bench -i 4
+--timeout 0 accepted
+--timeout 86400 accepted
+--timeout 86401 refused
+--timeout -1 refused
+--timeout 1s refused'
+for p in $PROGRAMS; do
+  if begin "options/$p-numeric-options-at-their-edges"; then
+    need programs-sim-pthread
+    while read -r opt value verdict others; do
+      # shellcheck disable=SC2086 # the other options are words
+      SIM_DEVICES=0 NTHREADS=1 SIM_DIR=$TMPDIR run "$B/sim-pthread/$p" $others "$opt" "$value"
+      if [ $verdict = accepted ]; then
+        [ "$status" = 1 ] && grep -q "no usable GPU" "$f.err" ||
+          why+="$opt $value ($others): exit $status, wanted it accepted (then: no usable GPU, exit 1); "
+      else
+        [ "$status" = 2 ] && grep -qE -- "invalid ($opt|count) '$value'|-r [0-9]+ is more than -i|-b [0-9]+ is larger than -e" "$f.err" ||
+          why+="$opt $value ($others): exit $status, wanted it refused (exit 2, naming it); "
+      fi
+    done <<<"$OPTION_EDGES"
+    end
+  fi
+done
