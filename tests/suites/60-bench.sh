@@ -23,11 +23,28 @@ for variant in sim-pthread sim-mpi asan-pthread; do
       [ "$lines" = $((1 + 4 * modes + modes)) ] || why+="CSV has $lines lines, wanted $((1 + 5 * modes)); "
       [ "$(grep -c ',n/a,' "$f.csv" 2>/dev/null)" = $((4 * modes)) ] ||
         why+="engine column is not n/a without CUPTI; "
+      # Every derived number against its definition (tests/lib/bench_oracle.py).
+      python3 tests/lib/bench_oracle.py "$f.csv" --gpus 8 >"$f.oracle" 2>&1 ||
+        why+="$(grep -v '^bench_oracle:' "$f.oracle" | head -n 2 | tr '\n' ' '); "
       no_violation
       end
     done
   done
 done
+# L2 marking with ranks sharing a GPU: 4 AllGather ranks on one GPU whose
+# L2 (1.5 MiB) would hold one rank's 1 MiB result and 256 KiB send buffer,
+# but not four ranks' nor the roof's copy: 1 MiB is not L2, 512 KiB is
+# (the roof's copy fits).
+if begin bench/shared-gpu-l2-marking; then
+  SIM_L2_BYTES=1572864 shared_run sim-pthread allgather_ce 4 1 23007 --bench -b 256K -e 1M -f 2 -w 1 -i 2 --csv "$f.csv"
+  want_status 0
+  python3 tests/lib/bench_oracle.py "$f.csv" --gpus 1 --l2 1572864 >"$f.oracle" 2>&1 ||
+    why+="$(grep -v '^bench_oracle:' "$f.oracle" | head -n 2 | tr '\n' ' '); "
+  [ "$(awk -F, '$4 == 1048576 && $13 == "L2"' "$f.csv" | wc -l)" = 0 ] || why+="1 MiB marked L2; "
+  [ "$(awk -F, '$4 == 524288 && $13 == "L2"' "$f.csv" | wc -l)" -gt 0 ] || why+="512 KiB not marked L2; "
+  no_violation
+  end
+fi
 if command -v gnuplot >/dev/null; then
   for p in $PROGRAMS; do
     csv="$LOG/bench_sim-pthread_$p-2.csv"
@@ -289,7 +306,7 @@ fi
 if begin "bench/sim-pthread/allreduce_sm-l2-marking"; then
   SIM_L2_BYTES=1048576 sim_run sim-pthread allreduce_sm 1 --bench -b 64K -e 4M -f 4 -w 1 -i 2 --csv "$f.csv"
   want_status 0
-  want_out "# L2: the size's buffers (every rank's on the GPU, and the roof's copy) fit in the 1 MiB L2 cache"
+  want_out "# L2: the size's buffers (every rank's on the GPU, or the roof's copy) fit in the 1 MiB L2 cache"
   for size in 65536 262144; do
     grep -qE "^ +$size +[0-9]+ +[0-9.]+ L2 \|" "$f.out" || why+="the $size row is not marked L2; "
   done

@@ -236,7 +236,7 @@ void report_header(bench *b)
                " differ (CSV: kernel_names)\n",
                ctx->nranks == 1 ? "algbw" : "busbw");
   print_root(ctx,
-             "# L2: the size's buffers (every rank's on the GPU, and the"
+             "# L2: the size's buffers (every rank's on the GPU, or the"
              " roof's copy) fit in the %zu MiB L2 cache: times there are the"
              " cache's, not memory's\n",
              b->l2_bytes >> 20);
