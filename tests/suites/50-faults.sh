@@ -6,13 +6,23 @@
 for variant in sim-pthread sim-mpi; do
   mode=${variant#sim-}
   for p in $PROGRAMS; do
-    for bad in 2 0:0 3:$((SMALL - 1)); do
+    # (AllGather also in a later segment, whose expected value differs.)
+    for bad in 2 0:0 3:$((SMALL - 1)) $([ $p = allgather_ce ] && echo 1:$((2 * SMALL + 5))); do
       c="fault/$mode/$p-wrong-result-rank-$bad"
       [ $mode = mpi ] && { mpi_cases "$c" || continue; }
       if begin "$c"; then
         SIM_WRONG_RESULT=$bad sim_run $variant $p 4 -n $SMALL
         want_status 1
-        want_out "  Rank ${bad%%:*}: 1 of"
+        # The whole mismatch line, from the definition: SIM_WRONG_RESULT=R:I
+        # adds 1 to element I of rank R's result (tests/sim/collectives.c).
+        r=${bad%%:*} i=0
+        [[ $bad == *:* ]] && i=${bad#*:}
+        if [ $p = allreduce_sm ]; then # every element 0+1+2+3
+          want_out "  Rank $r: 1 of $SMALL elements wrong; first at index $i: Expected 6.0, Got 7.0"
+        else # element I is in segment I / count, whose value is its rank
+          s=$((i / SMALL))
+          want_out "  Rank $r: 1 of $((4 * SMALL)) elements wrong; first in segment $s at index $((i % SMALL)): Expected $s.0, Got $((s + 1)).0"
+        fi
         want_out "Results verification failed"
         want_err "rank 0: wrong result on rank ${bad%%:*} (see stdout)"
         want_out "All resources cleaned up successfully"
