@@ -210,6 +210,17 @@ if begin "$SLOW_CELL-took-the-second-run"; then
   end
 fi
 
+# Two ranks stuck in calls of their own: the verdict blames the one stuck
+# longest (rank 1; rank 2 starts later, slowed by SIM_SLOW).
+if begin "hang/pthread/allreduce_sm-two-stuck-ranks-the-oldest-blamed"; then
+  SIM_SLOW=cudaStreamCreate:2:600 SIM_HANG=cudaMemcpyAsync:1,cudaMemcpyAsync:2 sim_run sim-pthread allreduce_sm 4 -n 64 --timeout 1
+  want_status 3
+  want_err "allreduce_sm: rank 1: in cudaMemcpyAsync("
+  want_err "allreduce_sm: rank 2: in cudaMemcpyAsync("
+  want_err "allreduce_sm: rank 1's call has not returned after --timeout 1 s"
+  end
+fi
+
 # 64 ranks, rank 60 stuck: every rank's line is printed, whole, in order,
 # and the verdict names rank 60, whose call is the oldest (the others wait
 # for it).
