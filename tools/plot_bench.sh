@@ -6,6 +6,8 @@
 # bus bandwidth is 0 by definition). Needs gnuplot (Debian: gnuplot-nox)
 # and python3.
 #   tools/plot_bench.sh RESULTS.csv [OUT.png] [TITLE]
+# PLOT_DATA_DIR=dir keeps what gnuplot plotted there: curve-N.dat (size,
+# bandwidth, error bar low and high) per mode, roof.dat, l2.dat, meta.
 #
 # The CSV is data, never script: it is read with a CSV parser (RFC 4180
 # quoting), refused unless its heading is the one --bench writes, its
@@ -124,4 +126,7 @@ set key top left
 set grid
 plot $plot
 GNUPLOT
+if [ -n "${PLOT_DATA_DIR:-}" ]; then
+  mkdir -p "$PLOT_DATA_DIR" && cp "$tmp"/*.dat "$tmp/meta" "$PLOT_DATA_DIR"/
+fi
 echo "wrote $png"

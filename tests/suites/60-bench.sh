@@ -55,6 +55,34 @@ if command -v gnuplot >/dev/null; then
       end
     fi
   done
+  # What was plotted, against the definitions: with one rank the bus
+  # bandwidth is 0 by definition, so the curves are algbw = size / time;
+  # with two, busbw (AllReduce: 2(n-1)/n algbw).
+  for n in 1 2; do
+    if begin "bench/plot/allreduce_sm-$n-rank-curves"; then
+      csv="$LOG/bench_sim-pthread_allreduce_sm-$n.csv"
+      PLOT_DATA_DIR=$f.data run tools/plot_bench.sh "$csv" "$f.png"
+      want_status 0
+      python3 - "$csv" "$f.data" "$n" >"$f.check" 2>&1 <<'PY' || why+="$(head -n 2 "$f.check" | tr '\n' ' '); "
+import csv, sys
+path, data, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+rows = [r for r in csv.DictReader(open(path)) if r["mode"] == "sym"]
+want = [(int(r["size_bytes"]), int(r["size_bytes"]) / float(r["time_us"]) / 1e3 * (2 * (n - 1) / n if n > 1 else 1))
+        for r in rows]
+meta = open(f"{data}/meta").read().split("\n")
+modes = meta[3:]
+got = [tuple(map(float, l.split()[:2])) for l in open(f"{data}/curve-{modes.index('sym')}.dat")]
+name = "algorithm bandwidth (GB/s)" if n == 1 else "bus bandwidth (GB/s)"
+if meta[2] != name:
+    sys.exit(f"the y axis is '{meta[2]}', wanted '{name}'")
+if len(got) != len(want) or any(gs != ws or abs(gv - wv) > 0.0011 + 2e-3 * wv for (gs, gv), (ws, wv) in zip(got, want)):
+    sys.exit(f"plotted {got}, the definition gives {want}")
+if max(w for _, w in want) < 0.01:
+    sys.exit("the values are too small to tell the curves apart")
+PY
+      end
+    fi
+  done
   # A hostile CSV: the plot refuses a heading it does not know, and never
   # runs text from the CSV as gnuplot commands, nor uses it as a path.
   if begin "bench/plot/hostile-csv"; then
