@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# `make test-under-load`: the suite beside a CPU hog of twice the cores
+# (a busy loop per core, twice over), as on a shared, loaded machine. The
+# verdicts must be those of a quiet run: no case may depend on how fast the
+# machine is. Exits as the suite does; the hog ends with it.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+hogs=()
+trap 'kill "${hogs[@]}" 2>/dev/null' EXIT
+for _ in $(seq $((2 * $(nproc)))); do
+  (while :; do :; done) &
+  hogs+=($!)
+done
+echo "# beside ${#hogs[@]} busy loops on $(nproc) cores"
+bash tests/run_tests.sh
