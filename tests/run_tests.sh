@@ -83,10 +83,10 @@ run_suite() { # FILE: runs its cases, then says how long it took
 # A whole run takes two lanes at once (most cases wait on processes, timers
 # or builds of their own): the suites of the second lane run in the
 # background, their TAP lines kept and numbered after the first lane's. The
-# checks over the whole run's logs (99-checks.sh) come last. Everything both
+# check over the whole run's logs (99-coverage.sh) comes last. Everything both
 # lanes `need` was built above.
-SECOND_LANE=" 12-mpi-settings.sh 50-faults.sh 52-unkind.sh 55-fault-matrix.sh 60-bench.sh 70-shared-gpu.sh 80-rules.sh 91-python.sh "
-LAST=" 99-checks.sh "
+SECOND_LANE=" 12-mpi-settings.sh 40-output.sh 50-faults.sh 52-unkind.sh 55-fault-matrix.sh 60-bench.sh 70-shared-gpu.sh 80-rules.sh 91-python.sh "
+LAST=" 99-coverage.sh "
 if [ -z "$LIST" ] && [ -z "$FILTER" ] && [ "${TEST_LANES:-2}" = 2 ]; then
   (
     number=0 passed=0 failed=0 skipped=0 lane="second lane" total=""

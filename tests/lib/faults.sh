@@ -118,13 +118,13 @@ fault_cell() {
   # A run whose short --timeout ended it before the injection (a call that
   # was merely slow on a loaded machine) tested nothing: it runs once more,
   # its first output kept as $f.before-injection.err. Twice is a failure.
-  # The second run's --timeout is 5 times longer: a machine slow enough to
+  # The second run's --timeout is 4 times longer: a machine slow enough to
   # outlast the short one before the injection is slow at every call.
   local timeout_used=$FAULT_TIMEOUT
   if [ $makes = 1 ] && [ "$status" = 3 ] && ! grep -q "^ncclsim: injected" "$f.err"; then
     cp "$f.err" "$f.before-injection.err"
     if [ "$action" = hangs ]; then
-      timeout_used=$((FAULT_TIMEOUT * 5))
+      timeout_used=$((FAULT_TIMEOUT * 4))
       args[${#args[@]} - 1]=$timeout_used
     fi
     start=$(date +%s%N)

@@ -200,7 +200,7 @@ done
 # and passes (tests/lib/faults.sh), its first run kept.
 . tests/lib/faults.sh
 SLOW_CELL=hang/pthread/allreduce_sm-slow-call-before-the-injection
-SIM_SLOW=cudaMalloc:1:3000 FAULT_CELL_NAME=$SLOW_CELL fault_cell hangs pthread allreduce_sm bench 2 1 cublasCreate_v2
+SIM_SLOW=cudaMalloc:1:2500 FAULT_CELL_NAME=$SLOW_CELL fault_cell hangs pthread allreduce_sm bench 2 1 cublasCreate_v2
 if begin "$SLOW_CELL-took-the-second-run"; then
   first=$LOG/${SLOW_CELL//[^A-Za-z0-9_.=-]/_}.before-injection.err
   run cat "$first"

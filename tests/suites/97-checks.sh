@@ -1,4 +1,4 @@
-# Docs against code, error-message coverage, static analysis.
+# Docs against code, the suite itself, static analysis.
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
 
 # ------------------------------------------- the docs match the programs
@@ -48,19 +48,6 @@ if begin suite/hermetic-control-keeps-the-environment; then
   broken=$(grep -cE "$HOSTILE_BROKEN" "$f.out")
   [ "$broken" -ge 6 ] || why+="only $broken of the cases these variables break failed; "
   end
-fi
-
-# ------------------------------ every error message has a test case
-if [ -n "$FILTER" ]; then
-  skip coverage/every-error-message-tested "needs the logs of the whole suite (TEST_FILTER is set)"
-elif begin coverage/every-error-message-tested; then
-  # Without Open MPI the MPI cases were skipped: their messages are left
-  # out, and named in the log.
-  run python3 tests/check_messages.py $([ $HAVE_MPI = 0 ] && echo --without-mpi) "$LOG"
-  want_status 0
-  [ "$status" = 0 ] || why+="$(grep -v '^check_messages:' "$f.out" | head -n 5 | tr '\n' ' ')"
-  end
-  grep -h 'left out' "$f.out" | sed 's/^/# /'
 fi
 
 # --------------------------------------------------- static analysis
