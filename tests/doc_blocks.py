@@ -13,6 +13,7 @@ The line above its fence says whether the test suite can run it:
 
   doc_blocks.py --check [FILE...]  every shell block is marked (exit 1 if not)
   doc_blocks.py --files       the files with a block that runs without a GPU
+  doc_blocks.py --needs       the blocks marked as needing something (FILE:LINE, what)
   doc_blocks.py --missing FILE     the commands FILE's runnable blocks need
                               that this machine lacks (mpirun for MPI, and
                               those a mark names: "; uses gnuplot")
@@ -244,6 +245,8 @@ def main(argv):
     what.add_argument("--check", nargs="*", metavar="FILE",
                       help="every shell block of these files (default: all but tests/data's) is marked")
     what.add_argument("--files", action="store_true", help="the files with a block that runs without a GPU")
+    what.add_argument("--needs", action="store_true",
+                      help="the blocks marked as needing something: FILE:LINE, a tab, what they need")
     what.add_argument("--missing", metavar="FILE",
                       help="the commands FILE's runnable blocks need that are not installed (mpirun, gnuplot, ...)")
     what.add_argument("--run", metavar="FILE", help="run FILE's runnable blocks in order")
@@ -254,6 +257,12 @@ def main(argv):
         return check(a.check or documents())
     if a.files:
         print("\n".join(d for d in documents() if runnable(d)))
+        return 0
+    if a.needs:
+        for doc in documents():
+            for block, mark in shell_blocks(doc):
+                if mark and mark[0] == "needs":
+                    print(f"{doc}:{block.line}\t{mark[1]}")
         return 0
     if a.missing:
         print(" ".join(missing(a.missing)))

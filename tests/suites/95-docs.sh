@@ -33,6 +33,12 @@ else
     end
   fi
 
+  # A block that needs what this suite cannot give (a GPU, a cluster, a
+  # registry) is counted as a skip, named by page and line, with its mark.
+  while IFS=$'\t' read -r where what; do
+    [ -n "$where" ] && skip "docs/needs/$where" "$what: not run as a docs block"
+  done < <(python3 tests/doc_blocks.py --needs)
+
   # One case per page: a page's blocks run in one shell, a build of one
   # block is what the next finds. A doc block that starts the suite runs
   # one case of it (doc_blocks.py, NESTED_FILTER).
