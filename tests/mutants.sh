@@ -23,7 +23,7 @@ filter=${MUTANT_FILTER:-}
 # The scratch copy: the tracked files (or, outside git, every file but
 # build folders), its own build folder kept between runs.
 mkdir -p "$TREE"
-if git ls-files >/dev/null 2>&1; then
+if [ "$(git rev-parse --show-toplevel 2>/dev/null)" = "$(pwd -P)" ]; then
   git ls-files -z | (cd "$ROOT" && xargs -0 cp --parents -t "$TREE" 2>/dev/null)
   git ls-files --others --exclude-standard -z | (cd "$ROOT" && xargs -0 -r cp --parents -t "$TREE" 2>/dev/null)
 else

@@ -84,6 +84,10 @@ int nccl_env_cta_policy(const char *text, int nccl, int *policy);
  * symmetric kernels); `unavailable` says why nothing was measured. Reads
  * NCCL_WIN_ENABLE, NCCL_CUMEM_ENABLE, NCCL_LOCAL_REGISTER, NCCL_CTA_POLICY
  * and NCCL_HOSTID. Pure otherwise: unit-tested. */
+/* The bytes what_ran_format needs for nranks ranks at most: every rank
+ * different, every rank named in the causes. */
+size_t what_ran_report_size(int nranks);
+
 void what_ran_format(const char *collective, int want_ce, int nranks,
                      const rank_facts *facts, const char *unavailable,
                      char *out, size_t size);

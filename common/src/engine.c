@@ -198,9 +198,13 @@ void engine_probe_stop(void)
 {
   pthread_mutex_lock(&lock);
   CUptiResult res = CUPTI_SUCCESS;
-  if (users > 0 && --users == 0)
+  if (users > 0 && --users == 0) {
     for (size_t i = 0; i < NKINDS; i++)
       WATCHED(res, cuptiActivityDisable(kinds[i]));
+    /* No one collects now: what was recorded is read by no one, and kept
+     * it would make every later collection scan it again. */
+    nrecords = nlaunches = 0;
+  }
   (void)res; /* a kind left enabled only costs records no one reads */
   pthread_mutex_unlock(&lock);
 }

@@ -18,7 +18,7 @@
 
 static _Thread_local uint64_t t_start;
 static _Thread_local int recording;
-static char report[2048]; /* written by rank 0, printed by process 0 */
+static char *report; /* written by rank 0, printed by process 0 */
 
 void what_ran_start(const rank_ctx *ctx)
 {
@@ -339,6 +339,13 @@ static void add_causes(char *buf, size_t size, int n, const rank_facts *facts,
         " NCCL's choice on rank 0)");
 }
 
+size_t what_ran_report_size(int nranks)
+{
+  /* Each rank a group of its own (a description of up to 256 characters
+   * and its rank list), each rank named in a cause, and the fixed words. */
+  return (size_t)nranks * (256 + 2 * 16) + 4096;
+}
+
 void what_ran_format(const char *collective, int want_ce, int n,
                      const rank_facts *facts, const char *unavailable,
                      char *out, size_t size)
@@ -437,15 +444,17 @@ void all_ranks_finish_what_ran(const rank_ctx *ctx)
     const char *coll =
         ctx->example->collective == COLLECTIVE_ALLGATHER ? "AllGather" : "AllReduce";
     what_ran_format(coll, ctx->example->collective == COLLECTIVE_ALLGATHER,
-                    ctx->nranks, facts, engine_probe_unavailable(), report,
-                    sizeof report);
+                    ctx->nranks, facts, engine_probe_unavailable(),
+                    report = host_calloc(what_ran_report_size(ctx->nranks), 1),
+                    what_ran_report_size(ctx->nranks));
     free(facts);
   }
 }
 
 void what_ran_print(void)
 {
-  if (report[0] != '\0')
+  if (report != NULL && report[0] != '\0')
     fputs(report, stdout);
-  report[0] = '\0';
+  free(report);
+  report = NULL;
 }

@@ -58,6 +58,18 @@ if [ $HAVE_MPI = 1 ] && [ -z "${LIST:-}" ] && [ "${TEST_MPI:-}" != 1 ] && ! mpi_
 fi
 [ "${TEST_MPI:-}" = 1 ] && [ $HAVE_MPI = 1 ] && MPI_CHECK="not checked (TEST_MPI=1)"
 
+# tracked_files PATH...: the files under these paths (relative to $ROOT)
+# that git tracks or would track, one per line. When $ROOT is not the top
+# of a git checkout (a copy, or a folder that another repository ignores,
+# where git lists nothing), every file but build folders.
+tracked_files() {
+  if [ "$(git -C "$ROOT" rev-parse --show-toplevel 2>/dev/null)" = "$(cd "$ROOT" && pwd -P)" ]; then
+    (cd "$ROOT" && git ls-files -co --exclude-standard "$@")
+  else
+    (cd "$ROOT" && find "$@" -name build -prune -o -type f -print)
+  fi
+}
+
 NGPUS=0
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
   NGPUS=$(nvidia-smi -L | grep -c '^GPU ')

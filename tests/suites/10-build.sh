@@ -90,10 +90,25 @@ fi
 # hands its variables to the example's) as users run it. In a scratch copy
 # of the sources, so that the user's own build is left alone.
 # (MPI_HOME is recorded in MPI builds only, the mode by build/mode-switch.)
+# The sources as the suite copies them, also from a folder that another
+# git repository ignores (where git lists nothing).
+if begin build/sources-copied-inside-another-repository; then
+  outer=$TMPDIR/outer-repository
+  rm -rf "$outer" && mkdir -p "$outer/inner"
+  run git -C "$outer" init -q
+  echo "inner/" >"$outer/.gitignore"
+  tracked_files Makefile common 01_allreduce tests/lib | (cd "$ROOT" && tar -cf - -T -) | tar -xf - -C "$outer/inner"
+  mine=$(tracked_files Makefile common 01_allreduce | sort)
+  theirs=$(ROOT=$outer/inner tracked_files Makefile common 01_allreduce | sort)
+  [ -n "$mine" ] && [ "$mine" = "$theirs" ] || why+="the copy inside another repository lists $(echo "$theirs" | grep -c .) files, this tree $(echo "$mine" | grep -c .); "
+  python3 -c 'import sys; sys.path.insert(0, sys.argv[1] + "/tests/lib"); from markdown import tracked; sys.exit(not tracked("*.c", root=sys.argv[1]))' "$outer/inner" ||
+    why+="tests/lib/markdown.py finds no .c file there; "
+  end
+fi
 if begin build/inputs-rebuild; then
   t=$B/inputs-rebuild w=$B/inputs-rebuild-nccl
   rm -rf "$t" && mkdir -p "$t"
-  git ls-files -co --exclude-standard Makefile common 01_allreduce | tar -cf - -T - | tar -xf - -C "$t"
+  tracked_files Makefile common 01_allreduce | (cd "$ROOT" && tar -cf - -T -) | tar -xf - -C "$t"
   wheel_layout "$w"
   top() { timeout -k 5 "$TIMEOUT" make -j"$(nproc)" --no-print-directory -C "$t" 01_allreduce "$@" >"$f.step" 2>&1 || why+="make $* failed: $(tail -n 2 "$f.step" | tr '\n' ' '); "; cat "$f.step" >>"$f.out"; }
   relinked() { ! [ "$t/allreduce_sm" -ot "$f.mark" ] && grep -q "LD      allreduce_sm" "$f.step"; }

@@ -381,6 +381,31 @@ int main(void)
   report("AllReduce", 0, 2);
   LACKS("alone on its node");
 
+  /* 1024 ranks, every other one with a NULL window and another kernel:
+   * the report keeps its Why line, whole. */
+  {
+    const int many = 1024;
+    rank_facts *lots = calloc((size_t)many, sizeof *lots);
+    size_t size = what_ran_report_size(many);
+    char *text = calloc(size, 1);
+    for (int r = 0; r < many; r++) {
+      lots[r] = (rank_facts){.measured = 1, .device = r % 8, .driver = 13000,
+                             .p2p_to_first = 1, .null_window = r % 2};
+      snprintf(lots[r].host, sizeof lots[r].host, "node0");
+      lots[r].work.kernels = 1;
+      lots[r].work.nnames = 1;
+      snprintf(lots[r].work.names[0], sizeof lots[r].work.names[0], "%s",
+               r % 2 ? RING : SYMK);
+    }
+    what_ran_format("AllReduce", 0, many, lots, "", text, size);
+    EXPECT(strstr(text, "Why no symmetric kernel: NULL windows on ranks 1, 3,")
+           != NULL);
+    EXPECT(strstr(text, ", 1021, 1023: NCCL registered no window") != NULL);
+    EXPECT(strlen(text) + 1 < size && text[strlen(text) - 1] == '\n');
+    free(text);
+    free(lots);
+  }
+
   if (test_failures)
     fprintf(stderr, "test_what_ran: %d failure(s)\n", test_failures);
   return test_failures ? 1 : 0;
