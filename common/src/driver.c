@@ -175,16 +175,24 @@ int run_example(int argc, char *argv[], const example_desc *example)
   transport_my_ranks(nranks, &first_rank, &my_ranks);
   watchdog_watch_ranks(first_rank, my_ranks);
   status = run_ranks(nranks, ngpus, &opts, run_rank, example);
+  /* The ranks are done; the last writes are watched as the first rank's
+   * (stdout may be a pipe nobody reads). */
+  watch_calls_as(first_rank);
+  call_begin("writing to standard output", __FILE__, __LINE__);
   if (first && status == EXIT_SUCCESS)
     printf("\nAll NCCL communicators finalized successfully!\n");
   if (first)
     what_ran_print();
+  call_end();
 
 done:
+  /* Lost output is a failure: the verification lines are the result. */
+  call_begin("writing to standard output", __FILE__, __LINE__);
+  int flushed = fflush(stdout) == 0 && !ferror(stdout);
+  call_end();
   /* The watchdog's thread may call MPI: it ends before MPI_Finalize. */
   watchdog_stop();
-  /* Lost output is a failure: the verification lines are the result. */
-  if (fflush(stdout) != 0 || ferror(stdout)) {
+  if (!flushed) {
     print_error("writing to standard output failed: %s\n",
                 errno ? strerror(errno) : "unknown error");
     status = EXIT_FAILURE;

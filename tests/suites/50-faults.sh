@@ -195,6 +195,21 @@ for p in $PROGRAMS; do
   fi
 done
 
+# One rank alone, its stdout a pipe nobody reads: no other rank is in a
+# call, so only a watched write can end it; the verdict names the write.
+for p in $PROGRAMS; do
+  if begin "hang/pthread/$p-one-rank-stdout-blocked"; then
+    need programs-sim-pthread
+    SIM_DIR=$TMPDIR NTHREADS=1 run python3 tests/hooks/stdout_pipe_nobody_reads.py 20 \
+      "$B/sim-pthread/$p" --bench -b 4 -e 64M -f 2 -w 1 -i 1 --timeout 1
+    want_status 0 # the helper's own status
+    want_out "exit 3"
+    want_err "$p: rank 0: in writing to standard output ("
+    want_err "$p: rank 0's call has not returned after --timeout 1 s: ending the job (exit 3)"
+    end
+  fi
+done
+
 # A hang cell on a machine so slow that a call before the injection
 # outlasts the cell's short --timeout: the cell runs again with a longer one
 # and passes (tests/lib/faults.sh), its first run kept.
