@@ -5,14 +5,14 @@ A shell block is a fenced block in sh, bash, shell or console, or any fenced
 block with a line that starts with "$ " (a command and what it printed).
 The line above its fence says whether the test suite can run it:
 
-  <!-- runs without a GPU -->                       make test runs it
-  <!-- runs without a GPU: 8 simulated GPUs -->     ... with 8 GPUs (default 4)
-  <!-- runs without a GPU; uses gnuplot -->         ... where gnuplot is installed
+  <!-- tested on the simulation -->                       make test runs it
+  <!-- tested on the simulation: 8 simulated GPUs -->     ... with 8 GPUs (default 4)
+  <!-- tested on the simulation; uses gnuplot -->         ... where gnuplot is installed
   <!-- needs a GPU -->, <!-- needs a cluster -->,   not run here; the text
   <!-- needs ... -->                                after "needs" says why
 
   doc_blocks.py --check [FILE...]  every shell block is marked (exit 1 if not)
-  doc_blocks.py --files       the files with a block that runs without a GPU
+  doc_blocks.py --files       the files with a block tested on the simulation
   doc_blocks.py --needs       the blocks marked as needing something (FILE:LINE, what)
   doc_blocks.py --missing FILE     the commands FILE's runnable blocks need
                               that this machine lacks (mpirun for MPI, and
@@ -48,7 +48,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib
 from markdown import ROOT, code_blocks, tracked  # noqa: E402
 
 SHELL_LANGS = ("sh", "bash", "shell", "console")
-RUNS = re.compile(r"^<!-- runs without a GPU(?:: (\d+) simulated GPUs?)?(?:; uses ([\w, -]+))? -->$")
+RUNS = re.compile(r"^<!-- tested on the simulation(?:: (\d+) simulated GPUs?)?(?:; uses ([\w, -]+))? -->$")
 NEEDS = re.compile(r"^<!-- needs (\S.*?) -->$")
 DEFAULT_GPUS = 4
 # One case of the suite and one cell of the fault matrix: what the suite
@@ -92,7 +92,7 @@ def check(docs):
         for block, mark in shell_blocks(doc):
             if mark is None:
                 problems.append(f"{doc}:{block.line}: shell block without a mark on the line above its fence:"
-                                " <!-- runs without a GPU --> or <!-- needs a GPU --> (tests/doc_blocks.py)")
+                                " <!-- tested on the simulation --> or <!-- needs a GPU --> (tests/doc_blocks.py)")
             else:
                 marked += 1
     for p in problems:
@@ -190,7 +190,7 @@ def copy_tree(dest):
 
 def run(doc, time_limit):
     if not runnable(doc):
-        print(f"doc_blocks: {doc} has no block marked <!-- runs without a GPU -->", file=sys.stderr)
+        print(f"doc_blocks: {doc} has no block marked <!-- tested on the simulation -->", file=sys.stderr)
         return 1
     if not os.path.exists(SIM_OBJECT):
         print(f"doc_blocks: the simulation is not built ({SIM_OBJECT}): make -C tests programs-sim-pthread",
@@ -247,7 +247,7 @@ def main(argv):
     what = ap.add_mutually_exclusive_group(required=True)
     what.add_argument("--check", nargs="*", metavar="FILE",
                       help="every shell block of these files (default: all but tests/data's) is marked")
-    what.add_argument("--files", action="store_true", help="the files with a block that runs without a GPU")
+    what.add_argument("--files", action="store_true", help="the files with a block tested on the simulation")
     what.add_argument("--needs", action="store_true",
                       help="the blocks marked as needing something: FILE:LINE, a tab, what they need")
     what.add_argument("--missing", metavar="FILE",
