@@ -179,8 +179,8 @@ static ncclResult_t release_comm(ncclComm_t comm, const char *call,
 {
   pthread_mutex_lock(&lock);
   /* From 2.29.7 ncclCommDestroy frees the windows still registered (2.29.7
-   * release notes; 2.30.7 src/dev_runtime.cc, ncclDevrFinalize); before,
-   * they are lost with the communicator. */
+   * release notes; 2.30.7 src/dev_runtime.cc, ncclDevrFinalize); for older
+   * versions the simulation assumes nothing frees them. */
   const int frees_windows = simulated_version() >= NCCL_VERSION(2, 29, 7);
   for (struct ncclWindow_vidmem **link = &windows; *link;) {
     struct ncclWindow_vidmem *w = *link;
@@ -191,7 +191,7 @@ static ncclResult_t release_comm(ncclComm_t comm, const char *call,
     if (check_windows && !frees_windows)
       violation(comm, "deregister-before-destroy", call,
                 "a window of %zu bytes is still registered on this"
-                " communicator, and NCCL before 2.29.7 does not free it;"
+                " communicator, and NCCL frees it only from 2.29.7;"
                 " call ncclCommWindowDeregister first",
                 w->size);
     *link = w->next;
