@@ -74,6 +74,16 @@ static const char *window_word(int state)
 /* 1 if NCCL wrote a handle there that must be deregistered. */
 static int held(ncclWindow_t w) { return window_state(w) == WIN_SET; }
 
+/* Deregisters win if NCCL wrote it, then frees buf (an ncclMemAlloc
+ * buffer, or NULL). */
+static void release(ncclComm_t comm, ncclWindow_t win, void *buf)
+{
+  if (held(win))
+    ncclCommWindowDeregister(comm, win);
+  if (buf)
+    ncclMemFree(buf);
+}
+
 /* What one rank saw for one fact. */
 typedef struct outcome {
   int control_ok;        /* the control behaved normally */
@@ -162,10 +172,7 @@ static int control(ncclComm_t comm, outcome *o)
   if (!o->control_ok)
     note(o->control_why, sizeof o->control_why, "%s, window %s",
          ncclGetErrorString(res), window_word(window_state(win)));
-  if (held(win))
-    ncclCommWindowDeregister(comm, win);
-  if (buf)
-    ncclMemFree(buf);
+  release(comm, win, buf);
   return o->control_ok;
 }
 
@@ -183,10 +190,7 @@ static void fact_memalloc(const fact *f, ncclComm_t comm, int rank, int nranks,
                                  NCCL_WIN_COLL_SYMMETRIC);
   record(o, comm, res, window_state(win));
   o->control_ok = 1; /* its control is register.memalloc run alone */
-  if (held(win))
-    ncclCommWindowDeregister(comm, win);
-  if (buf)
-    ncclMemFree(buf);
+  release(comm, win, buf);
 }
 
 static void fact_cudamalloc(const fact *f, ncclComm_t comm, int rank,
@@ -222,9 +226,7 @@ static void fact_part(const fact *f, ncclComm_t comm, int rank, int nranks,
   ncclResult_t res = ncclCommWindowRegister(comm, buf + offset, 2 * MIB, &win,
                                             NCCL_WIN_COLL_SYMMETRIC);
   record(o, comm, res, window_state(win));
-  if (held(win))
-    ncclCommWindowDeregister(comm, win);
-  ncclMemFree(buf);
+  release(comm, win, buf);
 }
 
 static void fact_twice(const fact *f, ncclComm_t comm, int rank, int nranks,
@@ -325,12 +327,8 @@ static void fact_sizes_differ(const fact *f, ncclComm_t comm, int rank,
     cudaStreamDestroy(s);
   }
 deregister:
-  if (held(rw))
-    ncclCommWindowDeregister(comm, rw);
-  if (held(sw))
-    ncclCommWindowDeregister(comm, sw);
-  ncclMemFree(recv);
-  ncclMemFree(send);
+  release(comm, rw, recv);
+  release(comm, sw, send);
 }
 
 /* Register and deregister one buffer LOOP_TIMES times: does it ever fail? */
@@ -388,12 +386,8 @@ static void fact_what_ran(const fact *f, ncclComm_t comm, int rank, int nranks,
   if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess ||
       cudaGetDevice(&device) != cudaSuccess) {
     note(o->detail, sizeof o->detail, "no stream or device for the AllGather");
-    if (held(rw))
-      ncclCommWindowDeregister(comm, rw);
-    if (held(sw))
-      ncclCommWindowDeregister(comm, sw);
-    ncclMemFree(recv);
-    ncclMemFree(send);
+    release(comm, rw, recv);
+    release(comm, sw, send);
     return;
   }
   int measured = engine_probe_start();
@@ -417,12 +411,8 @@ static void fact_what_ran(const fact *f, ncclComm_t comm, int rank, int nranks,
     engine_probe_stop();
   (void)rank;
   cudaStreamDestroy(s);
-  if (held(rw))
-    ncclCommWindowDeregister(comm, rw);
-  if (held(sw))
-    ncclCommWindowDeregister(comm, sw);
-  ncclMemFree(recv);
-  ncclMemFree(send);
+  release(comm, rw, recv);
+  release(comm, sw, send);
 }
 
 /* A registration inside ncclGroupStart/ncclGroupEnd: what the handle holds
@@ -447,9 +437,7 @@ static void fact_grouped(const fact *f, ncclComm_t comm, int rank, int nranks,
   note(o->detail, sizeof o->detail,
        "before ncclGroupEnd the handle was %s; ncclGroupEnd: %s",
        window_word(before), ncclGetErrorString(end));
-  if (held(win))
-    ncclCommWindowDeregister(comm, win);
-  ncclMemFree(buf);
+  release(comm, win, buf);
 }
 
 /* Is the window the handle of an ordinary local registration? NCCL hands
@@ -475,9 +463,7 @@ static void fact_local_handle(const fact *f, ncclComm_t comm, int rank,
                                                                : "is not");
   if (reg == ncclSuccess && local != NULL)
     ncclCommDeregister(comm, local);
-  if (held(win))
-    ncclCommWindowDeregister(comm, win);
-  ncclMemFree(buf);
+  release(comm, win, buf);
 }
 
 /* ncclCommDestroy while a window is still registered, on a communicator
@@ -535,9 +521,7 @@ static void fact_graph_capture(const fact *f, ncclComm_t comm, int rank,
   if (graph)
     cudaGraphDestroy(graph);
   cudaStreamDestroy(s);
-  if (held(win))
-    ncclCommWindowDeregister(comm, win);
-  ncclMemFree(buf);
+  release(comm, win, buf);
 }
 
 /* ncclCommQueryProperties (NCCL >= 2.29) is declared only in
