@@ -94,6 +94,29 @@ static int gives_local_registration(void)
   return !writes_null_first() && local;
 }
 
+/* Adds a registration to the list and hands it out in *win: a window, or
+ * (local_only) a local registration counting one registration. */
+static ncclResult_t add_registration(ncclComm_t comm, sim_alloc *a,
+                                     void *buff, size_t size, int local_only,
+                                     ncclWindow_t *win)
+{
+  struct ncclWindow_vidmem *w = calloc(1, sizeof *w);
+  if (w == NULL)
+    return ncclSystemError;
+  *w = (struct ncclWindow_vidmem){.comm = comm,
+                                  .alloc = a,
+                                  .ptr = buff,
+                                  .size = size,
+                                  .local_only = local_only,
+                                  .references = local_only};
+  pthread_mutex_lock(&lock);
+  w->next = windows;
+  windows = w;
+  pthread_mutex_unlock(&lock);
+  *win = w;
+  return ncclSuccess;
+}
+
 static ncclResult_t local_registration(ncclComm_t comm, sim_alloc *a,
                                        void *buff, size_t size,
                                        ncclWindow_t *win)
@@ -109,21 +132,7 @@ static ncclResult_t local_registration(ncclComm_t comm, sim_alloc *a,
     return ncclSuccess;
   }
   pthread_mutex_unlock(&lock);
-  w = calloc(1, sizeof *w);
-  if (w == NULL)
-    return ncclSystemError;
-  *w = (struct ncclWindow_vidmem){.comm = comm,
-                                  .alloc = a,
-                                  .ptr = buff,
-                                  .size = size,
-                                  .local_only = 1,
-                                  .references = 1};
-  pthread_mutex_lock(&lock);
-  w->next = windows;
-  windows = w;
-  pthread_mutex_unlock(&lock);
-  *win = w;
-  return ncclSuccess;
+  return add_registration(comm, a, buff, size, 1, win);
 }
 
 /* The registration itself: collective, checks the rules, writes *win. */
@@ -171,17 +180,7 @@ static ncclResult_t register_now(ncclComm_t comm, void *buff, size_t size,
       *win = NULL;
     return ncclSuccess; /* before 2.30.7: *win as the caller left it */
   }
-  struct ncclWindow_vidmem *w = calloc(1, sizeof *w);
-  if (w == NULL)
-    return ncclSystemError;
-  *w = (struct ncclWindow_vidmem){
-      .comm = comm, .alloc = a, .ptr = buff, .size = size};
-  pthread_mutex_lock(&lock);
-  w->next = windows;
-  windows = w;
-  pthread_mutex_unlock(&lock);
-  *win = w;
-  return ncclSuccess;
+  return add_registration(comm, a, buff, size, 0, win);
 }
 
 ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size,

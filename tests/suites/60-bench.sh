@@ -65,9 +65,11 @@ if command -v gnuplot >/dev/null; then
       want_status 0
       python3 - "$csv" "$f.data" "$n" >"$f.check" 2>&1 <<'PY' || why+="$(head -n 2 "$f.check" | tr '\n' ' '); "
 import csv, sys
+sys.path.insert(0, "tests/lib")
+from bench_oracle import BUS  # noqa: E402  (the definitions, in one place)
 path, data, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 rows = [r for r in csv.DictReader(open(path)) if r["mode"] == "sym"]
-want = [(int(r["size_bytes"]), int(r["size_bytes"]) / float(r["time_us"]) / 1e3 * (2 * (n - 1) / n if n > 1 else 1))
+want = [(int(r["size_bytes"]), int(r["size_bytes"]) / float(r["time_us"]) / 1e3 * (BUS["allreduce_sm"](n) if n > 1 else 1))
         for r in rows]
 meta = open(f"{data}/meta").read().split("\n")
 modes = meta[3:]
