@@ -5,6 +5,20 @@
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
 
 # ------------------------------------------------ window handles per version
+# unkind_run VARIANT PROGRAM N "ORACLE OPTIONS" [VAR=VALUE...]: under those
+# settings the program on N ranks prints what the oracle gives for those
+# options, exits 0 and breaks no rule.
+unkind_run() {
+  local variant=$1 p=$2 n=$3 opts=$4 setting
+  shift 4
+  for setting in "$@"; do local -x "$setting"; done
+  # shellcheck disable=SC2086 # the oracle's options are words
+  expected $p $n --count $SMALL --mode ${variant#sim-} --gpus 8 $opts >"$f.expected"
+  sim_run $variant $p $n -n $SMALL
+  want_status 0
+  want_out_file "$f.expected"
+  no_violation
+}
 for variant in sim-pthread sim-mpi; do
   mode=${variant#sim-}
   for p in $PROGRAMS; do
@@ -12,11 +26,7 @@ for variant in sim-pthread sim-mpi; do
     # returns success and writes no handle: the program's NULL stands.
     c="unkind/$mode/$p-handle-left-unwritten"
     if { [ $mode = pthread ] || mpi_cases "$c"; } && begin "$c"; then
-      expected $p 3 --count $SMALL --mode $mode --gpus 8 --null-windows >"$f.expected"
-      SIM_NCCL_VERSION=22809 SIM_NO_SYMMETRIC=1 NCCL_LOCAL_REGISTER=0 sim_run $variant $p 3 -n $SMALL
-      want_status 0
-      want_out_file "$f.expected"
-      no_violation
+      unkind_run $variant $p 3 --null-windows SIM_NCCL_VERSION=22809 SIM_NO_SYMMETRIC=1 NCCL_LOCAL_REGISTER=0
       end
     fi
     # The same with local registration on (NCCL's default): the handle is
@@ -24,11 +34,7 @@ for variant in sim-pthread sim-mpi; do
     # window (What ran, with CUPTI, can): the run is a plain one.
     c="unkind/$mode/$p-nccl-2.28-local-registration-for-a-window"
     if { [ $mode = pthread ] || mpi_cases "$c"; } && begin "$c"; then
-      expected $p 3 --count $SMALL --mode $mode --gpus 8 >"$f.expected"
-      SIM_NCCL_VERSION=22809 SIM_NO_SYMMETRIC=1 sim_run $variant $p 3 -n $SMALL
-      want_status 0
-      want_out_file "$f.expected"
-      no_violation
+      unkind_run $variant $p 3 "" SIM_NCCL_VERSION=22809 SIM_NO_SYMMETRIC=1
       end
     fi
   done
@@ -37,28 +43,16 @@ for p in $PROGRAMS; do
   # Before 2.28.7 one rank alone on its node has no symmetric support: the
   # handle is a local registration, and the program says so.
   if begin "unkind/pthread/$p-nccl-2.28.3-one-rank-local-registration"; then
-    expected $p 1 --count $SMALL --gpus 8 --local-registration 2.28.3 >"$f.expected"
-    SIM_NCCL_VERSION=22803 sim_run sim-pthread $p 1 -n $SMALL
-    want_status 0
-    want_out_file "$f.expected"
-    no_violation
+    unkind_run sim-pthread $p 1 "--local-registration 2.28.3" SIM_NCCL_VERSION=22803
     end
   fi
   if begin "unkind/pthread/$p-nccl-2.28.3-one-rank-without-local-registration"; then
-    expected $p 1 --count $SMALL --gpus 8 --null-windows >"$f.expected"
-    SIM_NCCL_VERSION=22803 NCCL_LOCAL_REGISTER=0 sim_run sim-pthread $p 1 -n $SMALL
-    want_status 0
-    want_out_file "$f.expected"
-    no_violation
+    unkind_run sim-pthread $p 1 --null-windows SIM_NCCL_VERSION=22803 NCCL_LOCAL_REGISTER=0
     end
   fi
   # The control: from 2.28.7 one rank has a window.
   if begin "unkind/pthread/$p-nccl-2.28.9-one-rank-window"; then
-    expected $p 1 --count $SMALL --gpus 8 >"$f.expected"
-    SIM_NCCL_VERSION=22809 sim_run sim-pthread $p 1 -n $SMALL
-    want_status 0
-    want_out_file "$f.expected"
-    no_violation
+    unkind_run sim-pthread $p 1 "" SIM_NCCL_VERSION=22809
     end
   fi
 done
