@@ -1,6 +1,7 @@
 # Build rules shared by the examples. An example's Makefile sets PROGRAM and
-# includes this file: main.c plus common/src/*.c make ./$(PROGRAM).
-#   make [MPI=1] [NCCL_HOME=dir] [CUDA_HOME=dir] [V=1] [BUILD_DIR=dir] [BIN=path]
+# includes this file: main.c plus common/src/*.c (and instruments/) make
+# ./$(PROGRAM).
+#   make [MPI=1] [LEAN=1] [NCCL_HOME=dir] [CUDA_HOME=dir] [V=1] [BUILD_DIR=dir] [BIN=path]
 #   make test [NP=2]   build and run the example, as NCCL's examples do
 
 COMMON_DIR := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))
@@ -10,11 +11,31 @@ BUILD_DIR ?= build
 BIN ?= $(PROGRAM)
 
 OBJ_DIR := $(BUILD_DIR)/$(MODE)
-# common/src/*.c, common/src/bench/*.c (--bench), and the one transport of
-# this mode (threads or mpi).
+
+# The instruments (the watchdog, What ran, --bench) live beside common/ in
+# instruments/. LEAN=1, or a copy of common/ without instruments/, links
+# common/src/lean/no_instruments.c in their place: the lesson alone, with
+# neither CUPTI nor cuBLAS.
+INSTRUMENTS_MK := $(wildcard $(dir $(COMMON_DIR))instruments/instruments.mk)
+LEAN ?= $(if $(INSTRUMENTS_MK),0,1)
+ifeq ($(LEAN),1)
+  SEAM_OBJS := $(OBJ_DIR)/common/lean/no_instruments.o
+  INSTRUMENTS_LIBS :=
+else ifeq ($(LEAN),0)
+  ifeq ($(INSTRUMENTS_MK),)
+    $(error LEAN=0, but $(dir $(COMMON_DIR))instruments/instruments.mk is missing: build with LEAN=1, or copy instruments/ beside common/)
+  endif
+  include $(INSTRUMENTS_MK)
+  SEAM_OBJS := $(patsubst $(INSTRUMENTS_DIR)/src/%.c,$(OBJ_DIR)/instruments/%.o,$(INSTRUMENTS_SRCS))
+else
+  $(error LEAN=$(LEAN): use LEAN=1 for the lesson without instruments or LEAN=0 (default))
+endif
+
+# main.c, common/src/*.c, the one transport of this mode (threads or mpi)
+# and the instruments (or the file that stands in for them).
 OBJS := $(OBJ_DIR)/main.o \
-        $(patsubst $(COMMON_DIR)/src/%.c,$(OBJ_DIR)/common/%.o,$(wildcard $(COMMON_DIR)/src/*.c $(COMMON_DIR)/src/bench/*.c)) \
-        $(OBJ_DIR)/common/transport/$(TRANSPORT).o
+        $(patsubst $(COMMON_DIR)/src/%.c,$(OBJ_DIR)/common/%.o,$(wildcard $(COMMON_DIR)/src/*.c)) \
+        $(OBJ_DIR)/common/transport/$(TRANSPORT).o $(SEAM_OBJS)
 
 # Every build input that changes the objects or the program, recorded per
 # build: a change of any (MPI, NCCL_HOME, CUDA_HOME, MPI_HOME, CC, CFLAGS,
@@ -27,6 +48,8 @@ MODE=$(MODE)
 CC=$(CC)
 CFLAGS=$(CFLAGS)
 CPPFLAGS=$(ALL_CPPFLAGS)
+LEAN=$(LEAN)
+INSTRUMENTS_CPPFLAGS=$(INSTRUMENTS_CPPFLAGS)
 LDFLAGS=$(LDFLAGS)
 NCCL_HOME=$(NCCL_HOME)
 CUDA_HOME=$(CUDA_HOME)
@@ -68,6 +91,11 @@ $(OBJ_DIR)/common/%.o: $(COMMON_DIR)/src/%.c $(OBJ_DIR)/config
 	@echo "  CC      $<"
 	$(Q)mkdir -p $(@D) && $(CC) $(ALL_CPPFLAGS) $(WARNINGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 
+# Only the instruments' own files see their headers (common/ cannot).
+$(OBJ_DIR)/instruments/%.o: $(INSTRUMENTS_DIR)/src/%.c $(OBJ_DIR)/config
+	@echo "  CC      $<"
+	$(Q)mkdir -p $(@D) && $(CC) $(ALL_CPPFLAGS) $(INSTRUMENTS_CPPFLAGS) $(WARNINGS) $(CFLAGS) -MMD -MP -c -o $@ $<
+
 -include $(OBJS:.o=.d)
 
 clean:
@@ -82,4 +110,4 @@ help:
 	@echo "make test       build and run it (MPI=1: under mpirun -np NP, default 2)"
 	@echo "make clean      remove what was built"
 	@echo "make install    copy $(PROGRAM) to \$$(DESTDIR)\$$(PREFIX)/bin (PREFIX=$(PREFIX))"
-	@echo "variables: MPI=1 MPI_HOME=dir NCCL_HOME=dir CUDA_HOME=dir CC= CFLAGS= LDFLAGS= V=1 NP=2"
+	@echo "variables: MPI=1 LEAN=1 MPI_HOME=dir NCCL_HOME=dir CUDA_HOME=dir CC= CFLAGS= LDFLAGS= V=1 NP=2"

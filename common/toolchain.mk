@@ -64,22 +64,10 @@ else
   NCCL_LIBS := -lnccl
 endif
 
-# --bench uses CUPTI (which engine ran) and cuBLAS (--overlap) when the
-# toolkit has them; HAVE_CUPTI=0 or HAVE_CUBLAS=0 builds without.
-CUPTI_LIB := $(firstword $(wildcard $(CUDA_HOME)/lib64/libcupti.so $(CUDA_HOME)/extras/CUPTI/lib64/libcupti.so))
-HAVE_CUPTI ?= $(if $(and $(wildcard $(CUDA_HOME)/include/cupti.h),$(CUPTI_LIB)),1,0)
-HAVE_CUBLAS ?= $(if $(wildcard $(CUDA_HOME)/include/cublas_v2.h),1,0)
-BENCH_LIBS :=
-ifeq ($(HAVE_CUPTI),1)
-  BENCH_LIBS += -L$(dir $(CUPTI_LIB)) -Wl,-rpath,$(dir $(CUPTI_LIB)) -lcupti
-endif
-ifeq ($(HAVE_CUBLAS),1)
-  BENCH_LIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublas
-endif
-
 # The CUDA runtime is linked statically (as nvcc does). Tests replace
-# RUNTIME_LIBS with the host simulation.
-RUNTIME_LIBS ?= $(NCCL_LIBS) $(BENCH_LIBS) $(CUDA_HOME)/lib64/libcudart_static.a -ldl -lrt
+# RUNTIME_LIBS with the host simulation. INSTRUMENTS_LIBS (CUPTI, cuBLAS)
+# is set by instruments/instruments.mk, and empty in a lean build.
+RUNTIME_LIBS ?= $(NCCL_LIBS) $(INSTRUMENTS_LIBS) $(CUDA_HOME)/lib64/libcudart_static.a -ldl -lrt
 MODE_LIBS ?=
 
 # Per-thread default streams: ranks that are threads sharing one GPU share
@@ -90,8 +78,7 @@ PTDS_CPPFLAGS := -DCUDA_API_PER_THREAD_DEFAULT_STREAM=1
 
 # -idirafter: system headers (a system nccl.h) win over CUDA_HOME's.
 ALL_CPPFLAGS := -I$(TOOLCHAIN_DIR)/include $(NCCL_CPPFLAGS) $(PTDS_CPPFLAGS) \
-                -idirafter $(CUDA_HOME)/include $(MODE_CPPFLAGS) -D_GNU_SOURCE \
-                -DHAVE_CUPTI=$(HAVE_CUPTI) -DHAVE_CUBLAS=$(HAVE_CUBLAS)
+                -idirafter $(CUDA_HOME)/include $(MODE_CPPFLAGS) -D_GNU_SOURCE
 WARNINGS := -std=c11 -Wall -Wextra -Werror
 
 Q := $(if $(filter 1,$(V)),,@)

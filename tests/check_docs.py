@@ -9,7 +9,7 @@
 - The README's option table names every option the programs accept and no
   other, with the default count and NTHREADS limit of the code; its
   exit-status table lists exactly 0, 1 and the EXIT_* codes of
-  common/include.
+  common/include and instruments/include.
 - Every ```c block must appear in the sources: its lines, stripped of leading
   blanks, contiguous and in order; a line `/* ... */` skips any lines.
 - A documented error line `PROG: rank R: main.c:LINE: CALL failed` must name
@@ -81,17 +81,23 @@ def table(text, heading):
 
 
 def code_options():
-    """The options parse_options accepts: short ones from its getopt
-    string, long ones from its option table."""
-    text = open(os.path.join(ROOT, "common", "src", "options.c")).read()
-    short = re.search(r'getopt_long\(argc, argv, "([^"]+)"', text).group(1)
+    """The options the programs accept: the lesson's (common/src/options.c:
+    its getopt string and option table) and the instruments'
+    (instruments/src/options.c: instruments_short_options and
+    instruments_long_options)."""
+    lesson = open(os.path.join(ROOT, "common", "src", "options.c")).read()
+    tools = open(os.path.join(ROOT, "instruments", "src", "options.c")).read()
+    short = re.search(r'snprintf\(shorts, size, "([^"%]+)', lesson).group(1)
+    short += re.search(r'instruments_short_options\[\] = "([^"]*)"', tools).group(1)
     opts = {"-" + c for c in short if c.isalpha()}
-    opts |= {"--" + name for name in re.findall(r'\{"([a-z-]+)",\s*\w+_argument', text)}
+    for text in (lesson, tools):
+        opts |= {"--" + name for name in re.findall(r'\{"([a-z-]+)",\s*\w+_argument', text)}
     return opts
 
 
 def header_value(name):
-    for path in glob.glob(os.path.join(ROOT, "common", "include", "*.h")):
+    for path in glob.glob(os.path.join(ROOT, "common", "include", "*.h")) + \
+            glob.glob(os.path.join(ROOT, "instruments", "include", "*.h")):
         m = re.search(r"#define " + name + r"\s+(.+)", open(path).read())
         if m:
             return re.sub(r"/\*.*", "", m.group(1)).strip()
@@ -114,10 +120,10 @@ def check_tables(problems):
     accepted = code_options()
     checks += 1
     for opt in sorted(accepted - documented - bench_documented):
-        problems.append(f"README.md: option {opt} is accepted by common/src/options.c but not in the option table"
+        problems.append(f"README.md: option {opt} is accepted by the programs (common/src/options.c, instruments/src/options.c) but not in the option table"
                         " or docs/bench/README.md's --bench usage line")
     for opt in sorted(documented - accepted):
-        problems.append(f"README.md: the option table lists {opt}, which common/src/options.c does not accept")
+        problems.append(f"README.md: the option table lists {opt}, which the programs do not accept")
     if not options:
         problems.append("README.md: no table with the heading 'option'")
     # The defaults and limits the table states.
@@ -133,17 +139,18 @@ def check_tables(problems):
         if number is None or row is None or f"{where} {number}" not in row[1]:
             problems.append(f"README.md: the option table's {key} row does not say '{where} {number}'"
                             " (the code's value)")
-    # Exit statuses: 0, 1 and every EXIT_* code of common/include.
+    # Exit statuses: 0, 1 and every EXIT_* code of common/ and instruments/.
     checks += 1
     codes = {"0": "EXIT_SUCCESS", "1": "EXIT_FAILURE"}
-    for path in glob.glob(os.path.join(ROOT, "common", "include", "*.h")):
+    for path in glob.glob(os.path.join(ROOT, "common", "include", "*.h")) + \
+            glob.glob(os.path.join(ROOT, "instruments", "include", "*.h")):
         for name, value in re.findall(r"#define (EXIT_\w+)\s+(\d+)", open(path).read()):
             codes[value] = name
     listed = {row[0] for row in table(readme, "status")}
     for value in sorted(set(codes) - listed):
         problems.append(f"README.md: exit status {value} ({codes[value]}) is missing from the exit-status table")
     for value in sorted(listed - set(codes)):
-        problems.append(f"README.md: the exit-status table lists {value}, which no EXIT_* code in common/include has")
+        problems.append(f"README.md: the exit-status table lists {value}, which no EXIT_* code in common/include or instruments/include has")
     return checks
 
 

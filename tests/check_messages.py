@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Checks that every error message the C programs can print was printed by
-some test case: each print_error() format string in common/ must match a
+some test case: each print_error() (and option_error()) format string in
+common/ and instruments/ must match a
 line of some log in LOGDIR (tests/build/logs), or be listed in
 tests/untested_messages.txt with the reason no test provokes it.
 Prints what is missing; exits 1 if anything is.
@@ -18,14 +19,16 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CALL = re.compile(r'print_error\(\s*((?:"(?:[^"\\]|\\.)*"\s*)+)')
+CALL = re.compile(r'(?:print_error\(|option_error\(\s*[01],)\s*((?:"(?:[^"\\]|\\.)*"\s*)+)')
 LITERAL = re.compile(r'"((?:[^"\\]|\\.)*)"')
 CONVERSION = re.compile(r'%[-+ #0-9.]*(?:zu|lld|ld|d|s|p|g|f|c|u)')
 
 
 def messages():
-    """(file, format string) of every print_error call in common/."""
-    for path in sorted(glob.glob(os.path.join(ROOT, "common", "src", "**", "*.c"), recursive=True)):
+    """(file, format string) of every print_error and option_error call in
+    common/ and instruments/."""
+    for path in sorted(glob.glob(os.path.join(ROOT, "common", "src", "**", "*.c"), recursive=True)
+                       + glob.glob(os.path.join(ROOT, "instruments", "src", "**", "*.c"), recursive=True)):
         text = open(path).read()
         for m in CALL.finditer(text):
             fmt = "".join(LITERAL.findall(m.group(1))).replace("\\n", "").replace('\\"', '"')

@@ -6,7 +6,8 @@
  *   failed: unhandled cuda error (...) [NCCL: <last error text>]
  * and ends the whole job with status 1 (the transport's job_abort, which
  * it registers with on_fatal_error), so no rank is left waiting in a
- * collective for a peer that has stopped. Depends on nothing else here.
+ * collective for a peer that has stopped. Depends on nothing else here
+ * but the seam's watch_* hooks (instruments.h).
  */
 #ifndef CHECKS_H
 #define CHECKS_H
@@ -16,53 +17,37 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
-/* Each check also notes the call in progress, so that a watchdog can say
- * which call a rank is stuck in (common/src/watchdog.c). */
+#include "instruments.h"
+
+/* Each check also notes the call in progress (watch_begin, instruments.h),
+ * so that a watchdog can say which call a rank is stuck in. */
 #define CUDACHECK(call)                                                        \
   do {                                                                         \
-    call_begin(#call, __FILE__, __LINE__);                                     \
+    watch_begin(#call, __FILE__, __LINE__);                                    \
     cudaError_t err_ = (call);                                                 \
-    call_end();                                                                \
+    watch_end();                                                               \
     if (err_ != cudaSuccess)                                                   \
       fail_cuda(__FILE__, __LINE__, #call, err_);                              \
   } while (0)
 
 /* A call whose failure is not fatal (a fact that only explains, such as
- * the driver version for the report of what ran), still watched:
+ * the number of GPUs before the job's check), still watched:
  * WATCHED(result, call) sets result to what call returned. */
 #define WATCHED(result, call)                                                  \
   do {                                                                         \
-    call_begin(#call, __FILE__, __LINE__);                                     \
+    watch_begin(#call, __FILE__, __LINE__);                                    \
     (result) = (call);                                                         \
-    call_end();                                                                \
+    watch_end();                                                               \
   } while (0)
 
 #define NCCLCHECK(call)                                                        \
   do {                                                                         \
-    call_begin(#call, __FILE__, __LINE__);                                     \
+    watch_begin(#call, __FILE__, __LINE__);                                    \
     ncclResult_t res_ = (call);                                                \
-    call_end();                                                                \
+    watch_end();                                                               \
     if (res_ != ncclSuccess)                                                   \
       fail_nccl(__FILE__, __LINE__, #call, res_);                              \
   } while (0)
-
-/* The calling thread starts / has finished a call that may wait (calls
- * nest a few deep; the innermost is reported). Cheap; no effect until the
- * thread has a rank (set_error_rank). */
-void call_begin(const char *call, const char *file, int line);
-/* The same for a wait for the other ranks (a transport's collective): the
- * watchdog blames such a rank only if no rank is stuck elsewhere. */
-void call_begin_wait(const char *call, const char *file, int line);
-void call_end(void);
-
-/* What rank `rank`'s thread of this process is doing, for the watchdog:
- * returns 1 and the innermost call in progress with how long it has run
- * (ms), 2 the same for a wait for the other ranks (call_begin_wait), 3 for
- * an NCCL call that all ranks make together (a collective, communicator
- * init, window registration: it may be waiting for another rank), 0 if
- * that rank is in no call, -1 if no thread of this process runs it.
- * call_text gets "CALL (file:line)". */
-int call_in_progress(int rank, char *call_text, size_t size, double *ms);
 
 /* Report a failed call (see above) and end the job. Never return. */
 _Noreturn void fail_cuda(const char *file, int line, const char *call,
@@ -82,23 +67,10 @@ _Noreturn void fatal(int status);
 
 /* The rank that the calling thread runs, for the "rank R: " prefix of its
  * messages; -1 (the default) prints none. Its calls are watched as that
- * rank's (watch_calls_as). */
+ * rank's (watch_rank). */
 void set_error_rank(int rank);
 
-/* Notes the calling thread's calls as rank `rank`'s for the watchdog
- * without changing its messages (-1: no longer). The pthread build's main
- * thread does its setup as rank 0 this way, before the ranks' threads
- * exist. */
-void watch_calls_as(int rank);
-
-/* Milliseconds on the monotonic clock (a clock step does not move it). */
-double monotonic_ms(void);
-
-/* Appends to the string in buf (size bytes in all), cut to fit. */
-void text_add(char *buf, size_t size, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/* A 64-bit hash of size bytes (FNV-1a): checksums and host ids. */
+/* A 64-bit hash of size bytes (FNV-1a): the options' checksum. */
 unsigned long long hash_bytes(const void *data, size_t size);
 
 /* The last part of a path: "main.c" for "/src/main.c" (messages stay

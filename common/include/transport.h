@@ -47,20 +47,4 @@ void transport_too_few_gpus(int local_rank, int local_size, int ngpus);
 /* Prints the line that opens the original examples' output. */
 void transport_banner(int nranks, int ngpus);
 
-/* The watchdog's messages between processes (watchdog.c), sent from its
- * thread. In MPI mode a process whose limit passes asks every other one
- * for the calls its ranks are in, so that one process can print every
- * rank's line; for threads there is one process and these do nothing.
- * None calls MPI unless transport_can_ask_peers() (MPI_THREAD_MULTIPLE).
- * transport_peers: how many other processes the job has. */
-int transport_peers(void);
-int transport_can_ask_peers(void);
-void transport_ask_peers(void);
-/* The process that asked this one, or -1 (never waits). */
-int transport_asked_by(void);
-void transport_answer(int process, const char *lines);
-/* An answer that has come (malloc'd text, to free; its process in
- * *process), or NULL. */
-char *transport_answer_from(int *process);
-
 #endif

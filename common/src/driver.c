@@ -7,14 +7,12 @@
 
 #include <cuda_runtime.h>
 
-#include "bench.h"
 #include "bootstrap.h"
 #include "checks.h"
+#include "instruments.h"
 #include "output.h"
 #include "requirements.h"
 #include "transport.h"
-#include "watchdog.h"
-#include "what_ran.h"
 
 /* Looks for GPUs without ending the job: on a machine without a GPU or
  * driver the caller reports the CUDA error in its own words. */
@@ -37,20 +35,14 @@ static void say_gpus_shared(int ranks, int ngpus)
          ranks, ngpus, ngpus == 1 ? "" : "s");
 }
 
-/* What every rank runs: the example's requirements, then its lesson or,
- * with --bench, the benchmark of its collective. */
+/* What every rank runs: the example's requirements, then its lesson (the
+ * instruments may measure it, or run their bench instead). */
 static int run_rank(const rank_ctx *ctx)
 {
   const example_desc *ex = ctx->example;
   if (!all_ranks_require_nccl(ctx, ex->min_nccl, ex->needs))
     return EXIT_FAILURE;
-  if (ctx->opts->bench)
-    return run_bench(ctx, ex->collective);
-  /* The lesson, with a measurement of what NCCL ran for it around it. */
-  what_ran_start(ctx);
-  int status = ex->lesson(ctx);
-  all_ranks_finish_what_ran(ctx);
-  return status;
+  return instruments_run(ctx, ex->lesson);
 }
 
 /* Checks, on every process, that the job's ranks fit the GPUs; every
@@ -103,13 +95,13 @@ static int check_job(const example_options *opts, int nranks, int ngpus,
   return EXIT_SUCCESS;
 }
 
-/* A checksum of the options that matter to every rank (31 bits). */
+/* A checksum of the options that matter to every rank (31 bits): the
+ * lesson's and the instruments'. */
 static int options_checksum(const example_options *o, enum parse_result r)
 {
-  const unsigned long long values[] = {
-      r,         o->count, o->bench,   o->min_bytes,   o->max_bytes, o->factor,
-      o->warmup, o->iters, o->overlap, o->csv != NULL, o->timeout,   o->repeat};
-  return (int)(hash_bytes(values, sizeof values) & 0x7fffffff);
+  unsigned long long values[32] = {r, o->count};
+  int n = 2 + instruments_options_values(values + 2, 30);
+  return (int)(hash_bytes(values, (size_t)n * sizeof values[0]) & 0x7fffffff);
 }
 
 /* Parses the command line on every process; in MPI mode every rank must
@@ -122,8 +114,8 @@ static int agree_on_options(int argc, char *argv[], example_options *opts,
 {
   const int process = transport_process();
   *parsed = parse_options(argc, argv, opts, process != 0);
-  /* From here on nothing waits for ever: see watchdog.h. */
-  watchdog_start(*parsed == PARSE_OK ? opts->timeout : WATCHDOG_DEFAULT_S);
+  /* From here on nothing waits for ever (the instruments' watchdog). */
+  instruments_start(*parsed == PARSE_OK);
   if (transport_worst(*parsed == PARSE_BAD) != 0) {
     if (process != 0 && *parsed == PARSE_BAD) {
       parse_options(argc, argv, opts, 0); /* now saying why */
@@ -173,25 +165,25 @@ int run_example(int argc, char *argv[], const example_desc *example)
   }
   int first_rank, my_ranks;
   transport_my_ranks(nranks, &first_rank, &my_ranks);
-  watchdog_watch_ranks(first_rank, my_ranks);
+  instruments_watch_ranks(first_rank, my_ranks);
   status = run_ranks(nranks, ngpus, &opts, run_rank, example);
   /* The ranks are done; the last writes are watched as the first rank's
    * (stdout may be a pipe nobody reads). */
-  watch_calls_as(first_rank);
-  call_begin("writing to standard output", __FILE__, __LINE__);
+  watch_rank(first_rank);
+  watch_begin("writing to standard output", __FILE__, __LINE__);
   if (first && status == EXIT_SUCCESS)
     printf("\nAll NCCL communicators finalized successfully!\n");
   if (first)
-    what_ran_print();
-  call_end();
+    instruments_report();
+  watch_end();
 
 done:
   /* Lost output is a failure: the verification lines are the result. */
-  call_begin("writing to standard output", __FILE__, __LINE__);
+  watch_begin("writing to standard output", __FILE__, __LINE__);
   int flushed = fflush(stdout) == 0 && !ferror(stdout);
-  call_end();
+  watch_end();
   /* The watchdog's thread may call MPI: it ends before MPI_Finalize. */
-  watchdog_stop();
+  instruments_stop();
   if (!flushed) {
     print_error("writing to standard output failed: %s\n",
                 errno ? strerror(errno) : "unknown error");

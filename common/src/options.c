@@ -1,52 +1,53 @@
 #include "options.h"
 
-#include "checks.h"
-#include "watchdog.h"
-
 #include <errno.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static void print_usage(FILE *out, const char *prog)
+#include "checks.h"
+#include "instruments.h"
+
+static const char *usage_prog = "nccl-example"; /* set by parse_options */
+static int quiet;                                /* nothing is printed */
+
+static void print_usage(FILE *out)
 {
-  fprintf(
-      out,
-      "Usage: %s [-n COUNT] [--timeout SECONDS] [-h]\n"
-      "       %s --bench [-b MIN] [-e MAX] [-f FACTOR] [-w WARMUP] [-i ITERS]\n"
-      "              [-r REPEAT] [--csv FILE] [--overlap] [--timeout SECONDS]\n"
-      "  -n, --count COUNT  floats per rank (default %zu)\n"
-      "  -h, --help         show this help and exit\n"
-      "  --timeout SECONDS  end the job (exit 3) when one call has not\n"
-      "                     returned after this long (default %d; 0: never)\n"
-      "  --bench            measure instead: time, bandwidth and engine per\n"
-      "                     message size, with and without symmetric windows\n"
-      "  -b, -e SIZE        smallest and largest message in bytes, K/M/G\n"
-      "                     suffixes allowed (default 1K and 1G)\n"
-      "  -f FACTOR          size step, at least 2 (default %d)\n"
-      "  -w, -i N           warm-up and timed operations per size (default %d, %d)\n"
-      "  -r, --repeat R     time the -i operations as R loops: the median loop\n"
-      "                     and the spread of all (default %d, at most -i)\n"
-      "  --csv FILE         also write the rows as CSV\n"
-      "  --overlap          also time an SGEMM loop running beside the collective\n"
-      "Environment (pthread build): NTHREADS=N runs N ranks, one per GPU\n"
-      "(default: every visible GPU). MPI build: one rank per process. Ranks\n"
-      "may share GPUs with NCCL >= 2.30 and NCCL_MULTI_RANK_GPU_ENABLE=1.\n",
-      prog, prog, DEFAULT_COUNT, WATCHDOG_DEFAULT_S, BENCH_DEFAULT_FACTOR,
-      BENCH_DEFAULT_WARMUP, BENCH_DEFAULT_ITERS, BENCH_DEFAULT_REPEAT);
+  const char *prog = usage_prog;
+  fprintf(out, "Usage: %s [-n COUNT]", prog);
+  instruments_usage(out, prog, USAGE_SYNOPSIS_OPTIONS);
+  fprintf(out, " [-h]\n");
+  instruments_usage(out, prog, USAGE_SYNOPSIS_LINES);
+  fprintf(out,
+          "  -n, --count COUNT  floats per rank (default %zu)\n"
+          "  -h, --help         show this help and exit\n",
+          DEFAULT_COUNT);
+  instruments_usage(out, prog, USAGE_OPTION_LINES);
+  fprintf(out,
+          "Environment (pthread build): NTHREADS=N runs N ranks, one per GPU\n"
+          "(default: every visible GPU). MPI build: one rank per process. Ranks\n"
+          "may share GPUs with NCCL >= 2.30 and NCCL_MULTI_RANK_GPU_ENABLE=1.\n");
 }
 
-/* Reports a bad option value; returns PARSE_BAD. */
-static enum parse_result bad_value(const example_options *opts, int quiet,
-                                   const char *option, const char *value,
-                                   const char *allowed)
+enum parse_result option_error(int with_usage, const char *fmt, ...)
 {
-  if (!quiet) {
-    print_error("invalid %s '%s': %s\n", option, value, allowed);
-    print_usage(stderr, opts->prog);
-  }
+  if (quiet)
+    return PARSE_BAD;
+  va_list ap;
+  va_start(ap, fmt);
+  int len = vsnprintf(NULL, 0, fmt, ap); /* a value may be long */
+  va_end(ap);
+  char *text = host_calloc((size_t)(len > 0 ? len : 0) + 1, 1);
+  va_start(ap, fmt);
+  vsnprintf(text, (size_t)(len > 0 ? len : 0) + 1, fmt, ap);
+  va_end(ap);
+  print_error("%s", text);
+  free(text);
+  if (with_usage)
+    print_usage(stderr);
   return PARSE_BAD;
 }
 
@@ -64,44 +65,14 @@ int parse_positive(const char *text, unsigned long long max,
   return 0;
 }
 
-/* Like parse_positive, but 0 (written with any number of zeros) is allowed. */
-static int parse_count_or_zero(const char *text, unsigned long long max,
-                               unsigned long long *out)
+int parse_count_or_zero(const char *text, unsigned long long max,
+                        unsigned long long *out)
 {
   if (text != NULL && text[0] == '0' && text[strspn(text, "0")] == '\0') {
     *out = 0;
     return 0;
   }
   return parse_positive(text, max, out);
-}
-
-int parse_size(const char *text, size_t *out)
-{
-  if (text == NULL || text[0] < '0' || text[0] > '9')
-    return -1;
-  char *end = NULL;
-  errno = 0;
-  unsigned long long value = strtoull(text, &end, 10);
-  unsigned shift = 0;
-  switch (*end) {
-  case 'K':
-    shift = 10;
-    end++;
-    break;
-  case 'M':
-    shift = 20;
-    end++;
-    break;
-  case 'G':
-    shift = 30;
-    end++;
-    break;
-  default: break;
-  }
-  if (errno != 0 || *end != '\0' || value == 0 || value > (SIZE_MAX >> shift))
-    return -1;
-  *out = (size_t)value << shift;
-  return 0;
 }
 
 int parse_thread_count(const char *text, int *out)
@@ -120,163 +91,81 @@ int count_fits(size_t count, int nranks)
   return count <= SIZE_MAX / sizeof(float) / (size_t)nranks;
 }
 
-enum parse_result parse_options(int argc, char *argv[], example_options *opts,
-                                int quiet)
+/* getopt's tables: the lesson's options, then the instruments'. */
+#define MAX_LONG_OPTIONS 16
+static void option_tables(char *shorts, size_t size, struct option *longs)
 {
-  enum { OPT_BENCH = 1000, OPT_CSV, OPT_OVERLAP, OPT_TIMEOUT };
-  int repeat_given = 0; /* -r: checked against -i once both are known */
-  static const struct option longopts[] = {
+  static const struct option mine[] = {
       {"count", required_argument, NULL, 'n'},
       {"help", no_argument, NULL, 'h'},
-      {"bench", no_argument, NULL, OPT_BENCH},
-      {"csv", required_argument, NULL, OPT_CSV},
-      {"overlap", no_argument, NULL, OPT_OVERLAP},
-      {"timeout", required_argument, NULL, OPT_TIMEOUT},
-      {"repeat", required_argument, NULL, 'r'},
-      {NULL, 0, NULL, 0},
   };
-  set_program_name(argv[0]);
-  *opts = (example_options){
-      .prog = path_base_name(argv[0]),
-      .count = DEFAULT_COUNT,
-      .min_bytes = BENCH_DEFAULT_MIN,
-      .max_bytes = BENCH_DEFAULT_MAX,
-      .factor = BENCH_DEFAULT_FACTOR,
-      .warmup = BENCH_DEFAULT_WARMUP,
-      .iters = BENCH_DEFAULT_ITERS,
-      .repeat = BENCH_DEFAULT_REPEAT,
-      .timeout = WATCHDOG_DEFAULT_S,
-  };
-  const char *needs_bench = NULL; /* an option that only --bench uses */
-  int count_given = 0;            /* -n, which --bench does not use */
+  snprintf(shorts, size, ":n:h%s", instruments_short_options);
+  int n = 0;
+  for (size_t i = 0; i < sizeof mine / sizeof mine[0]; i++)
+    longs[n++] = mine[i];
+  for (const struct option *o = instruments_long_options;
+       o->name != NULL && n < MAX_LONG_OPTIONS; o++)
+    longs[n++] = *o;
+  longs[n] = (struct option){NULL, 0, NULL, 0};
+}
 
-  opterr = 0; /* we print our own messages */
-  optind = 1;
-  int c;
-  while ((c = getopt_long(argc, argv, ":n:hb:e:f:w:i:r:", longopts, NULL)) !=
-         -1) {
-    unsigned long long value;
-    switch (c) {
-    case 'n':
-      if (parse_positive(optarg, SIZE_MAX / sizeof(float), &value) != 0) {
-        if (!quiet)
-          print_error("invalid count '%s': use a whole number from 1 to %zu\n",
-                      optarg, SIZE_MAX / sizeof(float));
-        return PARSE_BAD;
-      }
-      opts->count = (size_t)value;
-      count_given = 1;
-      break;
-    case 'h':
-      if (!quiet)
-        print_usage(stdout, opts->prog);
-      return PARSE_HELP;
-    case OPT_BENCH: opts->bench = 1; break;
-    case 'b':
-    case 'e':
-      if (parse_size(optarg, c == 'b' ? &opts->min_bytes : &opts->max_bytes))
-        return bad_value(opts, quiet, c == 'b' ? "-b" : "-e", optarg,
-                         "use a size in bytes such as 1024, 64K, 1M or 1G");
-      needs_bench = c == 'b' ? "-b" : "-e";
-      break;
-    case 'f':
-      if (parse_positive(optarg, 1024, &value) != 0 || value < 2)
-        return bad_value(opts, quiet, "-f", optarg,
-                         "use a whole number from 2 to 1024");
-      opts->factor = (unsigned)value;
-      needs_bench = "-f";
-      break;
-    case 'w':
-      if (parse_count_or_zero(optarg, 1000000, &value) != 0)
-        return bad_value(opts, quiet, "-w", optarg,
-                         "use a whole number from 0 to 1000000");
-      opts->warmup = (int)value;
-      needs_bench = "-w";
-      break;
-    case 'i':
-      if (parse_positive(optarg, 1000000, &value) != 0)
-        return bad_value(opts, quiet, "-i", optarg,
-                         "use a whole number from 1 to 1000000");
-      opts->iters = (int)value;
-      needs_bench = "-i";
-      break;
-    case 'r':
-      if (parse_positive(optarg, 1000, &value) != 0)
-        return bad_value(opts, quiet, "-r", optarg,
-                         "use a whole number from 1 to 1000");
-      opts->repeat = (int)value;
-      repeat_given = 1;
-      needs_bench = "-r";
-      break;
-    case OPT_CSV:
-      opts->csv = optarg;
-      needs_bench = "--csv";
-      break;
-    case OPT_TIMEOUT:
-      if (parse_count_or_zero(optarg, 86400, &value) != 0)
-        return bad_value(opts, quiet, "--timeout", optarg,
-                         "use whole seconds from 0 (never) to 86400");
-      opts->timeout = (int)value;
-      break;
-    case OPT_OVERLAP:
-      opts->overlap = 1;
-      needs_bench = "--overlap";
-      break;
-    case ':':
-      if (!quiet) {
-        print_error("option '%s' needs a value\n", argv[optind - 1]);
-        print_usage(stderr, opts->prog);
-      }
-      return PARSE_BAD;
-    default:
-      if (!quiet) {
-        /* A short option (optopt) may sit inside a cluster such as -zq,
-         * where optind still names an earlier argument. */
-        char short_opt[3] = {'-', (char)optopt, '\0'};
-        print_error("unknown option '%s'\n",
-                    optopt != 0 ? short_opt : argv[optind - 1]);
-        print_usage(stderr, opts->prog);
-      }
-      return PARSE_BAD;
-    }
-  }
-  if (optind < argc) {
-    if (!quiet) {
-      print_error("unexpected argument '%s'\n", argv[optind]);
-      print_usage(stderr, opts->prog);
-    }
-    return PARSE_BAD;
-  }
-  if (!opts->bench && needs_bench != NULL) {
-    if (!quiet) {
-      print_error("option '%s' only works with --bench\n", needs_bench);
-      print_usage(stderr, opts->prog);
-    }
-    return PARSE_BAD;
-  }
-  if (opts->bench && count_given) {
-    if (!quiet) {
-      print_error("option '-n' does not apply to --bench, which measures"
-                  " the sizes from -b to -e\n");
-      print_usage(stderr, opts->prog);
-    }
-    return PARSE_BAD;
-  }
-  if (!repeat_given && opts->repeat > opts->iters)
-    opts->repeat = opts->iters; /* the default fits what -i allows */
-  if (opts->repeat > opts->iters) {
-    if (!quiet)
-      print_error("-r %d is more than -i %d: each of the %d timed loops needs"
-                  " at least one operation\n",
-                  opts->repeat, opts->iters, opts->repeat);
-    return PARSE_BAD;
-  }
-  if (opts->min_bytes > opts->max_bytes) {
-    if (!quiet)
-      print_error("-b %zu is larger than -e %zu: the smallest size must not"
-                  " exceed the largest\n",
-                  opts->min_bytes, opts->max_bytes);
-    return PARSE_BAD;
-  }
+/* -n: the floats per rank. */
+static enum parse_result parse_count(const char *text, example_options *opts)
+{
+  unsigned long long value;
+  if (parse_positive(text, SIZE_MAX / sizeof(float), &value) != 0)
+    return option_error(0, "invalid count '%s': use a whole number from 1 to"
+                           " %zu\n",
+                        text, SIZE_MAX / sizeof(float));
+  opts->count = (size_t)value;
   return PARSE_OK;
+}
+
+/* getopt's ':' (a value missing) and '?' (an option nobody knows). */
+static enum parse_result parse_mistake(int c, char *argv[])
+{
+  if (c == ':')
+    return option_error(1, "option '%s' needs a value\n", argv[optind - 1]);
+  /* A short option (optopt) may sit inside a cluster such as -zq, where
+   * optind still names an earlier argument. */
+  char short_opt[3] = {'-', (char)optopt, '\0'};
+  return option_error(1, "unknown option '%s'\n",
+                      optopt != 0 ? short_opt : argv[optind - 1]);
+}
+
+enum parse_result parse_options(int argc, char *argv[], example_options *opts,
+                                int be_quiet)
+{
+  set_program_name(argv[0]);
+  usage_prog = path_base_name(argv[0]);
+  quiet = be_quiet;
+  *opts = (example_options){.prog = usage_prog, .count = DEFAULT_COUNT};
+  instruments_options_reset();
+  char shorts[64];
+  struct option longs[MAX_LONG_OPTIONS + 1];
+  option_tables(shorts, sizeof shorts, longs);
+
+  int count_given = 0; /* -n, which some instruments do not use */
+  opterr = 0;          /* we print our own messages */
+  optind = 1;
+  for (int c; (c = getopt_long(argc, argv, shorts, longs, NULL)) != -1;) {
+    enum parse_result r = PARSE_OK;
+    if (c == 'h') {
+      if (!quiet)
+        print_usage(stdout);
+      return PARSE_HELP;
+    } else if (c == 'n') {
+      r = parse_count(optarg, opts);
+      count_given = 1;
+    } else if (c == ':' || c == '?') {
+      r = parse_mistake(c, argv);
+    } else {
+      r = instruments_option(c, optarg);
+    }
+    if (r != PARSE_OK)
+      return r;
+  }
+  if (optind < argc)
+    return option_error(1, "unexpected argument '%s'\n", argv[optind]);
+  return instruments_options_check(count_given);
 }

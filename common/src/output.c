@@ -21,10 +21,10 @@ void print_root(const rank_ctx *ctx, const char *fmt, ...)
     return;
   va_list ap;
   va_start(ap, fmt);
-  call_begin(STDOUT_CALL, __FILE__, __LINE__);
+  watch_begin(STDOUT_CALL, __FILE__, __LINE__);
   vprintf(fmt, ap);
   fflush(stdout); /* keep order with stderr and with other processes */
-  call_end();
+  watch_end();
   va_end(ap);
 }
 
@@ -38,11 +38,11 @@ void all_ranks_print_line_at(const char *file, int line, const rank_ctx *ctx,
     all = host_calloc((size_t)ctx->nranks, ALL_RANKS_GATHER_MAX);
   all_ranks_gather_at(ctx, mine, sizeof mine, all, file, line);
   if (ctx->rank == 0) {
-    call_begin(STDOUT_CALL, __FILE__, __LINE__);
+    watch_begin(STDOUT_CALL, __FILE__, __LINE__);
     for (int r = 0; r < ctx->nranks; r++)
       fputs(all + (size_t)r * ALL_RANKS_GATHER_MAX, stdout);
     fflush(stdout);
-    call_end();
+    watch_end();
     free(all);
   }
 }

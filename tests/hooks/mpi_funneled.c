@@ -12,3 +12,12 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
     *provided = MPI_THREAD_FUNNELED;
   return err;
 }
+
+/* And says so when asked again later. */
+int MPI_Query_thread(int *provided)
+{
+  int err = PMPI_Query_thread(provided);
+  if (*provided > MPI_THREAD_FUNNELED)
+    *provided = MPI_THREAD_FUNNELED;
+  return err;
+}

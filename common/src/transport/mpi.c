@@ -16,9 +16,9 @@
 /* Like CUDACHECK and NCCLCHECK (checks.h), for MPI calls. */
 #define MPICHECK(call)                                                         \
   do {                                                                         \
-    call_begin(#call, __FILE__, __LINE__);                                     \
+    watch_begin(#call, __FILE__, __LINE__);                                    \
     int mpi_err_ = (call);                                                     \
-    call_end();                                                                \
+    watch_end();                                                               \
     if (mpi_err_ != MPI_SUCCESS)                                               \
       fail_mpi(__FILE__, __LINE__, #call, mpi_err_);                           \
   } while (0)
@@ -37,16 +37,16 @@ static _Noreturn void fail_mpi(const char *file, int line, const char *call,
  * a wait for the other ranks, at the caller's file and line. */
 #define MPI_WAIT_CHECK(name, file, line, call)                                 \
   do {                                                                         \
-    call_begin_wait(name, file, line);                                         \
+    watch_begin_wait(name, file, line);                                        \
     int mpi_err_ = (call);                                                     \
-    call_end();                                                                \
+    watch_end();                                                               \
     if (mpi_err_ != MPI_SUCCESS)                                               \
       fail_mpi(file, line, #call, mpi_err_);                                   \
   } while (0)
 
-/* Known from transport_start on, so that the watchdog's thread can ask
- * without calling MPI. */
-static int my_process, processes = 1;
+/* Known from transport_start on, so that job_abort, from any thread,
+ * knows without calling MPI. */
+static int my_process;
 static int thread_multiple;   /* MPI_THREAD_MULTIPLE was provided */
 static pthread_t main_thread; /* the thread that called MPI_Init_thread */
 
@@ -131,12 +131,6 @@ int run_ranks(int nranks, int ngpus, const example_options *opts, example_fn fn,
 
 /* ------------------------------------------------ for the driver */
 
-/* The watchdog's own communicator (a copy of MPI_COMM_WORLD), so that its
- * messages never meet the ranks' own; MPI_COMM_NULL where MPI cannot be
- * called from a second thread. */
-static MPI_Comm watchdog_comm = MPI_COMM_NULL;
-enum { TAG_ASK = 1, TAG_ANSWER = 2 };
-
 void transport_start(int *argc, char ***argv)
 {
   on_fatal_error(job_abort);
@@ -146,81 +140,14 @@ void transport_start(int *argc, char ***argv)
   /* Return MPI errors to MPICHECK so they are reported with file and line. */
   MPICHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
   MPICHECK(MPI_Comm_rank(MPI_COMM_WORLD, &my_process));
-  MPICHECK(MPI_Comm_size(MPI_COMM_WORLD, &processes));
   thread_multiple = provided == MPI_THREAD_MULTIPLE;
-  if (thread_multiple)
-    MPICHECK(MPI_Comm_dup(MPI_COMM_WORLD, &watchdog_comm));
   set_error_rank(my_process);
 }
 
 void transport_stop(void)
 {
   fflush(stdout);
-  if (watchdog_comm != MPI_COMM_NULL)
-    MPICHECK(MPI_Comm_free(&watchdog_comm));
   MPICHECK(MPI_Finalize());
-}
-
-/* From the watchdog's thread, and only with MPI_THREAD_MULTIPLE (then
- * watchdog_comm exists): its errors are not worth a report of their own
- * (the job is ending), so these calls are not checked one by one. */
-int transport_peers(void) { return processes - 1; }
-
-int transport_can_ask_peers(void) { return watchdog_comm != MPI_COMM_NULL; }
-
-void transport_ask_peers(void)
-{
-  static int ask; /* the buffer of every send: must outlive them */
-  MPI_Request request;
-  for (int p = 0; transport_can_ask_peers() && p < processes; p++) {
-    if (p == my_process)
-      continue;
-    MPI_Isend(&ask, 1, MPI_INT, p, TAG_ASK, watchdog_comm, &request);
-    MPI_Request_free(&request); /* MPI_Abort follows: never waited for */
-  }
-}
-
-/* Is a watchdog message with this tag waiting? (Never blocks.) */
-static int waiting(int tag, MPI_Status *st)
-{
-  int flag = 0;
-  return transport_can_ask_peers() &&
-         MPI_Iprobe(MPI_ANY_SOURCE, tag, watchdog_comm, &flag, st) ==
-             MPI_SUCCESS &&
-         flag;
-}
-
-int transport_asked_by(void)
-{
-  int ask;
-  MPI_Status st;
-  if (!waiting(TAG_ASK, &st))
-    return -1;
-  MPI_Recv(&ask, 1, MPI_INT, st.MPI_SOURCE, TAG_ASK, watchdog_comm,
-           MPI_STATUS_IGNORE);
-  return st.MPI_SOURCE;
-}
-
-void transport_answer(int process, const char *lines)
-{
-  MPI_Send(lines, (int)strlen(lines) + 1, MPI_CHAR, process, TAG_ANSWER,
-           watchdog_comm);
-}
-
-char *transport_answer_from(int *process)
-{
-  int len = 0;
-  MPI_Status st;
-  if (!waiting(TAG_ANSWER, &st))
-    return NULL;
-  MPI_Get_count(&st, MPI_CHAR, &len);
-  char *text = calloc((size_t)(len > 0 ? len : 0) + 1, 1);
-  if (text == NULL)
-    return NULL;
-  MPI_Recv(text, len, MPI_CHAR, st.MPI_SOURCE, TAG_ANSWER, watchdog_comm,
-           MPI_STATUS_IGNORE);
-  *process = st.MPI_SOURCE;
-  return text;
 }
 
 int transport_process(void) { return my_process; }

@@ -26,9 +26,9 @@ struct run_state {
 static void wait_all(run_state *run, const char *who, const char *file,
                      int line)
 {
-  call_begin_wait(who, file, line);
+  watch_begin_wait(who, file, line);
   int err = pthread_barrier_wait(&run->barrier);
-  call_end();
+  watch_end();
   if (err != 0 && err != PTHREAD_BARRIER_SERIAL_THREAD) {
     print_error("pthread_barrier_wait failed: %s\n", strerror(err));
     job_abort(1);
@@ -106,7 +106,7 @@ static void *rank_main(void *arg)
 int run_ranks(int nranks, int ngpus, const example_options *opts, example_fn fn,
               const example_desc *example)
 {
-  watch_calls_as(-1); /* rank 0's thread is rank 0 from here on */
+  watch_rank(-1); /* rank 0's thread is rank 0 from here on */
   run_state run = {.nranks = nranks};
   run.slots = host_calloc((size_t)nranks, ALL_RANKS_GATHER_MAX);
   run.values = host_calloc((size_t)nranks, sizeof(int));
@@ -156,7 +156,7 @@ void transport_start(int *argc, char ***argv)
   (void)argc;
   (void)argv;
   on_fatal_error(job_abort);
-  watch_calls_as(0); /* the setup, until the ranks' threads start */
+  watch_rank(0); /* the setup, until the ranks' threads start */
 }
 
 void transport_stop(void) {}
@@ -217,20 +217,4 @@ void transport_my_ranks(int nranks, int *first, int *count)
 {
   *first = 0;
   *count = nranks;
-}
-
-/* One process holds every rank: the watchdog needs no messages. */
-int transport_peers(void) { return 0; }
-int transport_can_ask_peers(void) { return 0; }
-void transport_ask_peers(void) {}
-int transport_asked_by(void) { return -1; }
-void transport_answer(int process, const char *lines)
-{
-  (void)process;
-  (void)lines;
-}
-char *transport_answer_from(int *process)
-{
-  (void)process;
-  return NULL;
 }

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "calls.h"
 #include "checks.h"
 #include "output.h"
 #include "requirements.h"
@@ -106,9 +107,9 @@ static void add_cell(line *l, const bench *b, const column *c, const row *r,
   switch (c->kind) {
   case PROGRAM:
     if (csv)
-      add_csv_text(l, b->opts->prog);
+      add_csv_text(l, b->ctx->opts->prog);
     else
-      text_add(l->text, sizeof l->text, fmt, b->opts->prog);
+      text_add(l->text, sizeof l->text, fmt, b->ctx->opts->prog);
     break;
   case RANKS: text_add(l->text, sizeof l->text, fmt, b->ctx->nranks); break;
   case MODE: text_add(l->text, sizeof l->text, fmt, csv ? r->mode : ""); break;
@@ -189,12 +190,12 @@ void report_csv_line(bench *b, const row *r)
 void report_header(bench *b)
 {
   const rank_ctx *ctx = b->ctx;
-  const example_options *o = b->opts;
+  const instrument_options *o = b->opts;
   print_root(ctx,
              "# %s --bench: %d rank(s), float %s, out of place; %d timed"
              " + %d warm-up operations per size and mode, timed as %d"
              " loop(s)\n",
-             o->prog, ctx->nranks, b->coll->title, o->iters, o->warmup,
+             ctx->opts->prog, ctx->nranks, b->coll->title, o->iters, o->warmup,
              o->repeat);
   print_root(ctx,
              "# time(us): the median loop's time per operation; spr%%: (slowest"

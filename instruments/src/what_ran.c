@@ -10,6 +10,7 @@
 #include <cuda_runtime.h>
 #include <unistd.h>
 
+#include "calls.h"
 #include "checks.h"
 #include "requirements.h"
 

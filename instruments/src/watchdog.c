@@ -14,7 +14,8 @@
 #include <time.h>
 
 #include "checks.h"
-#include "transport.h"
+#include "calls.h"
+#include "peers.h"
 
 #define ANSWER_WAIT_S 3  /* how long the reporting process waits for lines */
 #define ABORT_WAIT_S  15 /* how long an asked process waits to be ended */
@@ -75,16 +76,16 @@ static char *collect(int from, int n)
 static int ask(char **answers, int processes, int me, const char *mine)
 {
   int got = 0;
-  transport_ask_peers();
+  peers_ask();
   for (double until = monotonic_ms() + ANSWER_WAIT_S * 1e3;
        got < processes - 1 && monotonic_ms() < until;) {
-    int asker = transport_asked_by();
+    int asker = peers_asked_by();
     if (asker >= 0 && asker < me) { /* it reports: answer, let it */
-      transport_answer(asker, mine);
+      peers_answer(asker, mine);
       return asker;
     }
     int from = -1;
-    char *text = transport_answer_from(&from);
+    char *text = peers_answer_from(&from);
     if (text != NULL && from >= 0 && from < processes && !answers[from]) {
       answers[from] = text;
       got++;
@@ -149,11 +150,11 @@ static void free_lines(char *mine, char **answers, int processes)
  * -1, or the process that reports instead (see ask). */
 static int report(int from, int n, int in_setup)
 {
-  const int processes = transport_peers() + 1, me = transport_process();
+  const int processes = peers_others() + 1, me = peers_me();
   char *mine = collect(from, n); /* as they are when the limit passed */
   char **answers = calloc((size_t)processes, sizeof *answers);
   int asker = -1;
-  if (processes > 1 && transport_can_ask_peers() && answers != NULL)
+  if (processes > 1 && peers_can_ask() && answers != NULL)
     asker = ask(answers, processes, me, mine ? mine : "");
   if (asker >= 0) {
     free_lines(mine, answers, processes);
@@ -166,13 +167,13 @@ static int report(int from, int n, int in_setup)
     if (lines != NULL) {
       print_lines(lines);
       blame(lines, &late);
-    } else if (p != me && transport_can_ask_peers()) {
+    } else if (p != me && peers_can_ask()) {
       print_error("rank %d: no answer within %d s (its process may be"
                   " gone)\n",
                   p, ANSWER_WAIT_S);
     }
   }
-  if (processes > 1 && !transport_can_ask_peers())
+  if (processes > 1 && !peers_can_ask())
     print_error("the other %d process(es) were not asked: this MPI gives no"
                 " MPI_THREAD_MULTIPLE, so the watchdog's thread may not call"
                 " MPI; each process reports its own ranks\n",
@@ -229,9 +230,9 @@ static void *watch(void *arg)
   double asked_at = 0; /* when another process asked for our lines */
   int asked_by = -1, from, n, in_setup;
   while (next_look(&from, &n, &in_setup)) {
-    for (int asker; (asker = transport_asked_by()) >= 0;) {
+    for (int asker; (asker = peers_asked_by()) >= 0;) {
       char *mine = collect(from, n);
-      transport_answer(asker, mine ? mine : ""); /* it ends the job soon */
+      peers_answer(asker, mine ? mine : ""); /* it ends the job soon */
       free(mine);
       if (asked_by < 0) {
         asked_by = asker;
@@ -259,7 +260,7 @@ void watchdog_start(int seconds)
   if (seconds <= 0 || running)
     return;
   limit_s = seconds;
-  first = transport_process();
+  first = peers_me();
   count = 1;
   setting_up = 1;
   stopping = 0;

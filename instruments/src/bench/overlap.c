@@ -19,9 +19,9 @@
 /* Like CUDACHECK, for cuBLAS calls (watched the same way). */
 #define CUBLASCHECK(call)                                                      \
   do {                                                                         \
-    call_begin(#call, __FILE__, __LINE__);                                     \
+    watch_begin(#call, __FILE__, __LINE__);                                     \
     cublasStatus_t st_ = (call);                                               \
-    call_end();                                                                \
+    watch_end();                                                                \
     if (st_ != CUBLAS_STATUS_SUCCESS) {                                        \
       char text_[32];                                                          \
       snprintf(text_, sizeof text_, "cuBLAS status %d", (int)st_);             \

@@ -5,6 +5,7 @@
 
 #include <stdlib.h>
 
+#include "calls.h"
 #include "checks.h"
 #include "output.h"
 #include "requirements.h"

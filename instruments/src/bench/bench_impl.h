@@ -21,6 +21,7 @@
 #include <nccl.h>
 
 #include "bench.h"
+#include "instrument_options.h"
 
 #define MAX_MODES       3
 #define MAX_COMMS       2
@@ -94,7 +95,7 @@ typedef struct result {
 
 typedef struct bench {
   const rank_ctx *ctx;
-  const example_options *opts;
+  const instrument_options *opts;
   const bench_coll *coll;
   cudaStream_t stream;
   cudaEvent_t start, stop;

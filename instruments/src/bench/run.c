@@ -86,7 +86,7 @@ static void print_summary(const bench *b)
 
 int run_bench(const rank_ctx *ctx, enum example_collective collective)
 {
-  const example_options *o = ctx->opts;
+  const instrument_options *o = instrument_opts();
   bench b = {.ctx = ctx, .opts = o, .coll = bench_coll_of(collective)};
   b.max_count = b.coll->count_for(o->max_bytes, ctx->nranks);
   if (b.max_count == 0) {

@@ -1,0 +1,95 @@
+/* The watchdog's peers in the MPI build (peers.h): the other MPI
+ * processes, on a communicator of the watchdog's own (a copy of
+ * MPI_COMM_WORLD), so that its messages never meet the ranks' own. */
+#include "peers.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <mpi.h>
+
+/* MPI_COMM_NULL where MPI cannot be called from a second thread. */
+static MPI_Comm watchdog_comm = MPI_COMM_NULL;
+static int me, processes = 1;
+enum { TAG_ASK = 1, TAG_ANSWER = 2 };
+
+/* From the main thread, after MPI_Init (the transport's). Its errors are
+ * not fatal: without a communicator the watchdog reports this process's
+ * ranks alone. */
+void peers_start(void)
+{
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Comm_size(MPI_COMM_WORLD, &processes);
+  MPI_Query_thread(&provided);
+  if (provided == MPI_THREAD_MULTIPLE &&
+      MPI_Comm_dup(MPI_COMM_WORLD, &watchdog_comm) != MPI_SUCCESS)
+    watchdog_comm = MPI_COMM_NULL;
+}
+
+void peers_stop(void)
+{
+  if (watchdog_comm != MPI_COMM_NULL)
+    MPI_Comm_free(&watchdog_comm);
+}
+
+int peers_me(void) { return me; }
+int peers_others(void) { return processes - 1; }
+int peers_can_ask(void) { return watchdog_comm != MPI_COMM_NULL; }
+
+/* From the watchdog's thread: its errors are not worth a report of their
+ * own (the job is ending), so these calls are not checked one by one. */
+void peers_ask(void)
+{
+  static int ask; /* the buffer of every send: must outlive them */
+  MPI_Request request;
+  for (int p = 0; peers_can_ask() && p < processes; p++) {
+    if (p == me)
+      continue;
+    MPI_Isend(&ask, 1, MPI_INT, p, TAG_ASK, watchdog_comm, &request);
+    MPI_Request_free(&request); /* MPI_Abort follows: never waited for */
+  }
+}
+
+/* Is a watchdog message with this tag waiting? (Never blocks.) */
+static int waiting(int tag, MPI_Status *st)
+{
+  int flag = 0;
+  return peers_can_ask() &&
+         MPI_Iprobe(MPI_ANY_SOURCE, tag, watchdog_comm, &flag, st) ==
+             MPI_SUCCESS &&
+         flag;
+}
+
+int peers_asked_by(void)
+{
+  int ask;
+  MPI_Status st;
+  if (!waiting(TAG_ASK, &st))
+    return -1;
+  MPI_Recv(&ask, 1, MPI_INT, st.MPI_SOURCE, TAG_ASK, watchdog_comm,
+           MPI_STATUS_IGNORE);
+  return st.MPI_SOURCE;
+}
+
+void peers_answer(int process, const char *lines)
+{
+  MPI_Send(lines, (int)strlen(lines) + 1, MPI_CHAR, process, TAG_ANSWER,
+           watchdog_comm);
+}
+
+char *peers_answer_from(int *process)
+{
+  int len = 0;
+  MPI_Status st;
+  if (!waiting(TAG_ANSWER, &st))
+    return NULL;
+  MPI_Get_count(&st, MPI_CHAR, &len);
+  char *text = calloc((size_t)(len > 0 ? len : 0) + 1, 1);
+  if (text == NULL)
+    return NULL;
+  MPI_Recv(text, len, MPI_CHAR, st.MPI_SOURCE, TAG_ANSWER, watchdog_comm,
+           MPI_STATUS_IGNORE);
+  *process = st.MPI_SOURCE;
+  return text;
+}
