@@ -21,9 +21,10 @@
 
 #include "example.h"
 
-#if NCCL_VERSION_CODE < NCCL_VERSION(2, 28, 0)
-/* NCCL_CTA_POLICY_ZERO is new in NCCL 2.28's nccl.h. */
-#error "nccl.h is older than 2.28: allgather_ce needs NCCL >= 2.28"
+#if NCCL_VERSION_CODE < NCCL_VERSION(2, 28, 3)
+/* NCCL_CTA_POLICY_ZERO is new in NCCL 2.28's nccl.h; 2.28.3 is the first
+ * 2.28 release, and what NCCL's own example asks for. */
+#error "nccl.h is older than 2.28.3: allgather_ce needs NCCL >= 2.28.3"
 #endif
 
 static int allgather_ce(const rank_ctx *ctx)
@@ -141,7 +142,7 @@ int main(int argc, char *argv[])
    * and runs --bench instead of the lesson when asked. */
   static const example_desc example = {
       .lesson = allgather_ce,
-      .min_nccl = NCCL_VERSION(2, 28, 0),
+      .min_nccl = NCCL_VERSION(2, 28, 3),
       .needs = "the copy-engine policy (CTAPolicy ZERO)",
       .collective = COLLECTIVE_ALLGATHER,
   };

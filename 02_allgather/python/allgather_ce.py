@@ -21,7 +21,7 @@ def main():
     ranks = ex.Ranks("allgather_ce.py")
     nccl, cp = ex.import_gpu_libraries(ranks)
     device = ex.select_gpu(ranks, cp, nccl)
-    ex.require_nccl(ranks, nccl, "2.28.0", "the copy-engine policy (CTAPolicy ZERO)")
+    ex.require_nccl(ranks, nccl, "2.28.3", "the copy-engine policy (CTAPolicy ZERO)")
     ranks.print_banner()
 
     # STEP 1: Initialize the communicator with the copy-engine policy

@@ -40,7 +40,7 @@ if begin build/install; then
 fi
 # Headers too old: the programs refuse to compile, saying why.
 for case in "01_allreduce 22605 older than 2.27: symmetric windows need NCCL >= 2.27" \
-  "02_allgather 22703 older than 2.28: allgather_ce needs NCCL >= 2.28"; do
+  "02_allgather 22802 older than 2.28.3: allgather_ce needs NCCL >= 2.28.3"; do
   read -r ex code text <<<"$case"
   if begin "build/$ex-with-nccl.h-$code"; then
     run cc -std=c11 -fsyntax-only -Icommon/include -Itests/old-nccl -DOLD_NCCL_CODE=$code \

@@ -39,9 +39,9 @@ for v in ${NCCL_MATRIX:-2.27.7 2.32.3}; do
       [ $p = allgather_ce ] && dir=02_allgather
       run make --no-print-directory -s -C $dir/c MPI=$mode NCCL_HOME="$home" \
         BUILD_DIR="$m/obj-$p-$mode" BIN="$m/$p-$mode"
-      if [ $p = allgather_ce ] && [ "$code" -lt 22800 ]; then
+      if [ $p = allgather_ce ] && [ "$code" -lt 22803 ]; then
         want_failure # CTAPolicy ZERO needs 2.28: the program says so
-        want_err "nccl.h is older than 2.28: allgather_ce needs NCCL >= 2.28"
+        want_err "nccl.h is older than 2.28.3: allgather_ce needs NCCL >= 2.28.3"
       else
         want_status 0
         ldd "$m/$p-$mode" 2>/dev/null | grep -q "libnccl.so.2 => $home/lib/libnccl.so.2" ||
@@ -64,6 +64,23 @@ for v in ${NCCL_MATRIX:-2.27.7 2.32.3}; do
     "$m/tests/unit/gpu_facts" >"$f.facts" 2>&1
     grep -q "^nccl=$code " "$f.facts" || why+="ncclGetVersion says '$(cat "$f.facts")', wanted nccl=$code; "
     "$m/tests/unit/test_bootstrap" 2 >"$f.boot" 2>&1 || why+="test_bootstrap with the real ncclGetUniqueId failed: $(tail -n 1 "$f.boot"); "
+    end
+  fi
+  # nccl_facts lays out ncclCommProperties_t itself (tools/facts/props_2_30.h
+  # says why): every field where this NCCL's own header has it, for the
+  # versions whose headers declare the struct; a field moved in a copy of
+  # the layout must fail (the control).
+  c="nccl-matrix/$v/facts-properties-layout"
+  if [ -n "$reason" ]; then skip "$c" "$reason"
+  elif ! grep -qs "ncclCommProperties" "$home"/include/nccl_device/*.h; then skip "$c" "nccl.h $v declares no ncclCommProperties_t"
+  elif begin "$c"; then
+    layout=(cc -std=c11 -fsyntax-only -I"$home/include" -idirafter "${CUDA_HOME:-/usr/local/cuda}/include")
+    run "${layout[@]}" -I"$ROOT/tools/facts" "$ROOT/tests/unit/props_layout.c"
+    want_status 0
+    mkdir -p "$f.moved" && sed 's/int rank, nRanks, cudaDev;/int nRanks, rank, cudaDev;/' \
+      "$ROOT/tools/facts/props_2_30.h" >"$f.moved/props_2_30.h"
+    "${layout[@]}" -I"$f.moved" "$ROOT/tests/unit/props_layout.c" >/dev/null 2>&1 &&
+      why+="a layout with rank and nRanks swapped passes too (control); "
     end
   fi
 done

@@ -169,7 +169,7 @@ done
 if begin fault/pthread/allgather_ce-nccl-2.27-too-old; then
   SIM_NCCL_VERSION=22703 sim_run sim-pthread allgather_ce 2 -n $SMALL
   want_status 1
-  want_err "NCCL 2.27.3 is too old for the copy-engine policy (CTAPolicy ZERO): needs NCCL >= 2.28.0"
+  want_err "NCCL 2.27.3 is too old for the copy-engine policy (CTAPolicy ZERO): needs NCCL >= 2.28.3"
   end
 fi
 if begin fault/pthread/allreduce_sm-nccl-2.27-enough; then
