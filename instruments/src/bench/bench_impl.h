@@ -1,6 +1,6 @@
 /*
- * Inside --bench (common/src/bench/): what the files share. The public entry
- * point is run_bench() in common/include/bench.h.
+ * Inside --bench (instruments/src/bench/): what the files share. The public
+ * entry point is run_bench() in instruments/include/bench.h.
  *
  *   collectives.c  the table: what differs between the AllReduce and the
  *                  AllGather (the only place that knows which is which)
