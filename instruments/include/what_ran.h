@@ -92,4 +92,11 @@ void what_ran_format(const char *collective, int want_ce, int nranks,
                      const rank_facts *facts, const char *unavailable,
                      char *out, size_t size);
 
+/* Between what_ran.c and what_ran_causes.c: appends "rank 3", "ranks
+ * 0-2" or "ranks 0, 2, 5" for the ranks r with in[r]; and the causes
+ * (rank 0, from every rank's facts), or "no known cause found". */
+void what_ran_add_ranks(char *buf, size_t size, const int *in, int n);
+void what_ran_causes(char *buf, size_t size, int n, const rank_facts *facts,
+                     int want_ce);
+
 #endif

@@ -1,8 +1,5 @@
 #include "what_ran.h"
 
-#include <ctype.h>
-#include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,202 +141,6 @@ enum what_class what_ran_describe(const engine_work *w, int nranks, char *buf,
   return symmetric ? RAN_SYMMETRIC : RAN_REGULAR;
 }
 
-void host_identity(char *out, size_t size)
-{
-  char id[1024] = "";
-  const char *set = getenv("NCCL_HOSTID");
-  if (set != NULL) {
-    snprintf(id, sizeof id, "%s", set);
-  } else {
-    if (gethostname(id, sizeof id - 1) != 0)
-      snprintf(id, sizeof id, "unknown");
-    id[sizeof id - 1] = '\0';
-    FILE *boot = fopen("/proc/sys/kernel/random/boot_id", "r");
-    if (boot != NULL) {
-      size_t len = strlen(id);
-      if (fgets(id + len, (int)(sizeof id - len), boot) != NULL)
-        id[len + strcspn(id + len, "\n")] = '\0';
-      fclose(boot);
-    }
-  }
-  snprintf(out, size, "%016llx", hash_bytes(id, strlen(id)));
-}
-
-int nccl_env_cta_policy(const char *text, int nccl, int *policy)
-{
-  if (text == NULL || text[0] == '\0')
-    return 0;
-  if (nccl < NCCL_VERSION(2, 29, 0)) {
-    errno = 0;
-    long long value = strtoll(text, NULL, 0);
-    if (errno != 0)
-      return 0;
-    *policy = (int)value;
-    return 1;
-  }
-  if (isdigit((unsigned char)text[0])) {
-    *policy = text[0] == '1' ? 1 : text[0] == '2' ? 2 : 0;
-    return 1;
-  }
-  int found = 0, value = 0;
-  for (const char *t = text; *t;) {
-    size_t len = strcspn(t, "|");
-    const char *names[] = {"DEFAULT", "EFFICIENCY", "ZERO"};
-    const int bits[] = {0, 1, 2};
-    for (int i = 0; i < 3; i++)
-      if (len == strlen(names[i]) && strncasecmp(t, names[i], len) == 0) {
-        value |= bits[i];
-        found = 1;
-      }
-    t += len + (t[len] == '|');
-  }
-  if (found)
-    *policy = value;
-  return found;
-}
-
-/* "rank 3", "ranks 0-2", "ranks 0, 2, 5" for the ranks r with in[r]. */
-static void add_ranks(char *buf, size_t size, const int *in, int n)
-{
-  int count = 0, first = -1, last = -1, contiguous = 1;
-  for (int r = 0; r < n; r++)
-    if (in[r]) {
-      if (first < 0)
-        first = r;
-      else if (r != last + 1)
-        contiguous = 0;
-      last = r;
-      count++;
-    }
-  if (count == 1) {
-    text_add(buf, size, "rank %d", first);
-  } else if (contiguous) {
-    text_add(buf, size, "ranks %d-%d", first, last);
-  } else {
-    text_add(buf, size, "ranks");
-    const char *sep = " ";
-    for (int r = 0; r < n; r++)
-      if (in[r]) {
-        text_add(buf, size, "%s%d", sep, r);
-        sep = ", ";
-      }
-  }
-}
-
-/* The conditions NCCL needs for the outcome the example is about that fail
- * here, as far as this program can tell (rank 0, from every rank's facts). */
-static void add_causes(char *buf, size_t size, int n, const rank_facts *facts,
-                       int want_ce)
-{
-  const size_t start = strlen(buf);
-  if (n == 1) {
-    text_add(buf, size,
-             "one rank: NCCL copies locally and never uses symmetric kernels or"
-             " the copy engines; run 2 or more ranks");
-    return;
-  }
-  int *in = host_calloc((size_t)n, sizeof *in);
-  int nulls = 0;
-  for (int r = 0; r < n; r++)
-    nulls += in[r] = facts[r].null_window;
-  if (nulls > 0) {
-    text_add(buf, size, "NULL windows on ");
-    add_ranks(buf, size, in, n);
-    text_add(buf, size,
-             ": NCCL registered no window"
-             " (NCCL_DEBUG=INFO: NCCL's INIT log says why)");
-  }
-  /* Variables that take windows away, read as NCCL reads them; what each
-   * did is recorded in docs/facts (tools/nccl_facts). */
-  const int nccl = facts[0].nccl;
-  if (nccl_int_variable("NCCL_WIN_ENABLE", 1) == 0)
-    text_add(buf, size, "%sNCCL_WIN_ENABLE=%s is set (0 for NCCL)",
-             strlen(buf) > start ? "; " : "", getenv("NCCL_WIN_ENABLE"));
-  if (nccl_int_variable("NCCL_CUMEM_ENABLE", 1) == 0)
-    text_add(buf, size,
-             "%sNCCL_CUMEM_ENABLE=%s is set (0 for NCCL; windows need CUDA"
-             " virtual memory)",
-             strlen(buf) > start ? "; " : "", getenv("NCCL_CUMEM_ENABLE"));
-  if (nccl > 0 && nccl < NCCL_VERSION(2, 29, 0) &&
-      nccl_int_variable("NCCL_LOCAL_REGISTER", 1) == 0)
-    text_add(buf, size,
-             "%sNCCL_LOCAL_REGISTER=%s is set (0 for NCCL; without symmetric"
-             " support NCCL 2.28.3 then leaves the window handles unwritten)",
-             strlen(buf) > start ? "; " : "", getenv("NCCL_LOCAL_REGISTER"));
-  /* NCCL_CTA_POLICY replaces config.CTAPolicy when it sets a policy. */
-  const char *cta_text = getenv("NCCL_CTA_POLICY");
-  int cta = 0;
-  if (want_ce && nccl > 0 && nccl_env_cta_policy(cta_text, nccl, &cta) &&
-      !(cta & 2))
-    text_add(buf, size,
-             "%sNCCL_CTA_POLICY=%s replaces config.CTAPolicy: the loaded NCCL"
-             " reads it as %d, without ZERO (2)",
-             strlen(buf) > start ? "; " : "", cta_text, cta);
-  int driver = facts[0].driver;
-  if (want_ce && driver > 0 && driver < 12050)
-    text_add(
-        buf, size, "%sthe CUDA driver is %d.%d; the copy engines need >= 12.5",
-        strlen(buf) > start ? "; " : "", driver / 1000, driver % 1000 / 10);
-  int hosts = 0;
-  for (int r = 0; r < n; r++) {
-    int seen = 0;
-    for (int q = 0; q < r && !seen; q++)
-      seen = strcmp(facts[q].host, facts[r].host) == 0;
-    hosts += !seen;
-  }
-  /* The copy engines reach across nodes only from NCCL 2.30 on. */
-  char version[32] = "";
-  if (nccl > 0)
-    format_nccl_version(nccl, version, sizeof version);
-  /* NCCL_HOSTID (emulated nodes) decides what NCCL takes for a host. */
-  const char *by = getenv("NCCL_HOSTID") != NULL ? " (by NCCL_HOSTID)" : "";
-  if (hosts > 1 && want_ce && nccl >= NCCL_VERSION(2, 30, 0))
-    text_add(buf, size,
-             "%sthe ranks are on %d hosts%s: NCCL %s uses the copy engines only"
-             " within one NVLink domain (one node, or one multi-node NVLink"
-             " system)",
-             strlen(buf) > start ? "; " : "", hosts, by, version);
-  else if (hosts > 1 && want_ce && nccl > 0)
-    text_add(buf, size,
-             "%sthe ranks are on %d hosts%s: NCCL %s uses the copy engines only"
-             " within one node (NCCL 2.30 adds multi-node NVLink systems)",
-             strlen(buf) > start ? "; " : "", hosts, by, version);
-  else if (hosts > 1)
-    text_add(
-        buf, size,
-        "%sthe ranks are on %d hosts%s: NCCL needs them in one NVLink domain",
-        strlen(buf) > start ? "; " : "", hosts, by);
-  /* Before 2.28.7 a communicator whose every rank is alone on its node
-   * has no symmetric support (NCCL 2.28.3, src/transport.cc). */
-  if (n > 1 && hosts == n && nccl > 0 && nccl < NCCL_VERSION(2, 28, 7))
-    text_add(buf, size,
-             "%sNCCL %s (before 2.28.7) has no symmetric support when every"
-             " rank is alone on its node",
-             strlen(buf) > start ? "; " : "", version);
-  /* CUDA P2P from each rank's GPU to rank 0's, on rank 0's host. */
-  for (int r = 1; r < n; r++)
-    if (facts[r].p2p_to_first == 0) {
-      text_add(buf, size, "%sGPUs %d and %d have no CUDA P2P access",
-               strlen(buf) > start ? "; " : "", facts[0].device,
-               facts[r].device);
-      break; /* one such pair says enough */
-    }
-  free(in);
-  if (strlen(buf) == start && nccl > 0 && nccl < NCCL_VERSION(2, 29, 0))
-    text_add(
-        buf, size,
-        "no known cause found, and the windows prove nothing: NCCL %s hands"
-        " back local registrations where it has no symmetric support"
-        " (docs/troubleshooting.md) (NCCL_DEBUG=INFO"
-        " NCCL_DEBUG_SUBSYS=TUNING shows NCCL's choice on rank 0)",
-        version);
-  else if (strlen(buf) == start)
-    text_add(
-        buf, size,
-        "no known cause found (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING shows"
-        " NCCL's choice on rank 0)");
-}
-
 size_t what_ran_report_size(int nranks)
 {
   /* Each rank a group of its own (a description of up to 256 characters
@@ -380,7 +181,7 @@ void what_ran_format(const char *collective, int want_ce, int n,
       if (members == n)
         text_add(out, size, "every rank");
       else
-        add_ranks(out, size, in, n);
+        what_ran_add_ranks(out, size, in, n);
       for (int q = r; q < n; q++)
         done[q] |= in[q];
       memset(in, 0, (size_t)n * sizeof *in);
@@ -395,7 +196,7 @@ void what_ran_format(const char *collective, int want_ce, int n,
   if (!all_as_wanted) {
     text_add(out, size, "%s: ",
              want_ce ? "Why not the copy engines" : "Why no symmetric kernel");
-    add_causes(out, size, n, facts, want_ce);
+    what_ran_causes(out, size, n, facts, want_ce);
     text_add(out, size, "\n");
   }
   free(text);
