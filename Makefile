@@ -59,4 +59,5 @@ help:
 	@echo "make run-examples    build and run each example once (needs a GPU; MPI=1: mpirun -np NP, default 2)"
 	@echo "make install         install to \$$(DESTDIR)\$$(PREFIX)/bin (default /usr/local)"
 	@echo "make clean           remove everything built"
-	@echo "variables: MPI=1 MPI_HOME=dir NCCL_HOME=dir CUDA_HOME=dir CC= CFLAGS= LDFLAGS= V=1 NP=2"
+	@echo "make LEAN=1          the lessons without instruments/ (no watchdog, What ran, --bench; no CUPTI, cuBLAS)"
+	@echo "variables: MPI=1 LEAN=1 MPI_HOME=dir NCCL_HOME=dir CUDA_HOME=dir CC= CFLAGS= LDFLAGS= V=1 NP=2"
