@@ -20,16 +20,17 @@ typedef struct example_options {
 enum parse_result { PARSE_OK, PARSE_HELP, PARSE_BAD };
 
 /* Fills opts from argv. On PARSE_HELP the usage went to stdout; on PARSE_BAD
- * a message (and for most mistakes the usage) went to stderr. `quiet`
+ * a message went to stderr (option_error). `quiet`
  * suppresses all printing (used on MPI ranks other than 0). */
 enum parse_result parse_options(int argc, char *argv[], example_options *opts,
                                 int quiet);
 
-/* Reports a mistake on the command line: the formatted message and, if
- * with_usage, the usage after it, both on stderr (nothing while
+/* Reports a mistake on the command line, in the one form every such
+ * mistake takes: the formatted message (naming the value and what is
+ * allowed), then "run 'PROG -h' for the options", on stderr (nothing while
  * parse_options is quiet). Returns PARSE_BAD. */
-enum parse_result option_error(int with_usage, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+enum parse_result option_error(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
 
 /* Parses a positive decimal integer with no sign, spaces or suffix, at most
  * `max`. Returns 0 and sets *out, or -1 if text is anything else. */

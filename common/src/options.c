@@ -32,7 +32,7 @@ static void print_usage(FILE *out)
           "may share GPUs with NCCL >= 2.30 and NCCL_MULTI_RANK_GPU_ENABLE=1.\n");
 }
 
-enum parse_result option_error(int with_usage, const char *fmt, ...)
+enum parse_result option_error(const char *fmt, ...)
 {
   if (quiet)
     return PARSE_BAD;
@@ -44,10 +44,10 @@ enum parse_result option_error(int with_usage, const char *fmt, ...)
   va_start(ap, fmt);
   vsnprintf(text, (size_t)(len > 0 ? len : 0) + 1, fmt, ap);
   va_end(ap);
-  print_error("%s", text);
+  /* One write, so that the two lines stay together. */
+  print_error("%s%s: run '%s -h' for the options\n", text, usage_prog,
+              usage_prog);
   free(text);
-  if (with_usage)
-    print_usage(stderr);
   return PARSE_BAD;
 }
 
@@ -109,14 +109,19 @@ static void option_tables(char *shorts, size_t size, struct option *longs)
   longs[n] = (struct option){NULL, 0, NULL, 0};
 }
 
-/* -n: the floats per rank. */
+/* -n: the floats per rank, at most 2^62 - 1 on a 64-bit machine (their
+ * bytes must fit in a size_t; with N ranks, check_job asks for N times as
+ * many). */
 static enum parse_result parse_count(const char *text, example_options *opts)
 {
   unsigned long long value;
+  int bits = 0;
+  for (size_t max = SIZE_MAX / sizeof(float); max != 0; max >>= 1)
+    bits++;
   if (parse_positive(text, SIZE_MAX / sizeof(float), &value) != 0)
-    return option_error(0, "invalid count '%s': use a whole number from 1 to"
-                           " %zu\n",
-                        text, SIZE_MAX / sizeof(float));
+    return option_error("invalid count '%s': use a whole number of floats per"
+                        " rank from 1 to 2^%d - 1\n",
+                        text, bits);
   opts->count = (size_t)value;
   return PARSE_OK;
 }
@@ -125,11 +130,11 @@ static enum parse_result parse_count(const char *text, example_options *opts)
 static enum parse_result parse_mistake(int c, char *argv[])
 {
   if (c == ':')
-    return option_error(1, "option '%s' needs a value\n", argv[optind - 1]);
+    return option_error("option '%s' needs a value\n", argv[optind - 1]);
   /* A short option (optopt) may sit inside a cluster such as -zq, where
    * optind still names an earlier argument. */
   char short_opt[3] = {'-', (char)optopt, '\0'};
-  return option_error(1, "unknown option '%s'\n",
+  return option_error("unknown option '%s'\n",
                       optopt != 0 ? short_opt : argv[optind - 1]);
 }
 
@@ -166,6 +171,6 @@ enum parse_result parse_options(int argc, char *argv[], example_options *opts,
       return r;
   }
   if (optind < argc)
-    return option_error(1, "unexpected argument '%s'\n", argv[optind]);
+    return option_error("unexpected argument '%s'\n", argv[optind]);
   return instruments_options_check(count_given);
 }

@@ -99,10 +99,10 @@ int parse_size(const char *text, size_t *out)
   return 0;
 }
 
-/* A bad value: the message names it and what is allowed, then the usage. */
+/* A bad value: the message names it and what is allowed. */
 static int bad_value(const char *option, const char *value, const char *allowed)
 {
-  return option_error(1, "invalid %s '%s': %s\n", option, value, allowed);
+  return option_error("invalid %s '%s': %s\n", option, value, allowed);
 }
 
 /* A whole number from `min` to `max` for `option`, into *out. */
@@ -157,26 +157,26 @@ int instruments_option(int c, const char *value)
   case OPT_CSV: opts.csv = value; needs_bench = "--csv"; return PARSE_OK;
   case OPT_OVERLAP: opts.overlap = 1; needs_bench = "--overlap"; return PARSE_OK;
   default: /* getopt gives only the options of the tables above */
-    return option_error(1, "unknown option '%c'\n", c);
+    return option_error("unknown option '%c'\n", c);
   }
 }
 
 int instruments_options_check(int count_given)
 {
   if (!opts.bench && needs_bench != NULL)
-    return option_error(1, "option '%s' only works with --bench\n",
+    return option_error("option '%s' only works with --bench\n",
                         needs_bench);
   if (opts.bench && count_given)
-    return option_error(1, "option '-n' does not apply to --bench, which"
+    return option_error("option '-n' does not apply to --bench, which"
                            " measures the sizes from -b to -e\n");
   if (!repeat_given && opts.repeat > opts.iters)
     opts.repeat = opts.iters; /* the default fits what -i allows */
   if (opts.repeat > opts.iters)
-    return option_error(0, "-r %d is more than -i %d: each of the %d timed"
+    return option_error("-r %d is more than -i %d: each of the %d timed"
                            " loops needs at least one operation\n",
                         opts.repeat, opts.iters, opts.repeat);
   if (opts.min_bytes > opts.max_bytes)
-    return option_error(0, "-b %zu is larger than -e %zu: the smallest size"
+    return option_error("-b %zu is larger than -e %zu: the smallest size"
                            " must not exceed the largest\n",
                         opts.min_bytes, opts.max_bytes);
   return PARSE_OK;

@@ -10,11 +10,11 @@ for p in $PROGRAMS; do
   fi
   if begin "options/$p-unknown-option"; then
     need real-programs-pthread
-    run "$bin" --bogus; want_status 2; want_err "unknown option '--bogus'"; want_err "Usage: $p"; end
+    run "$bin" --bogus; want_status 2; want_err "unknown option '--bogus'"; want_err "$p: run '$p -h' for the options"; end
   fi
   if begin "options/$p-unknown-option-in-a-cluster"; then
     need real-programs-pthread
-    run "$bin" -zq; want_status 2; want_err "$p: unknown option '-z'"; want_err "Usage: $p"; end
+    run "$bin" -zq; want_status 2; want_err "$p: unknown option '-z'"; want_err "$p: run '$p -h' for the options"; end
   fi
   for v in 0 abc 2x -5 99999999999999999999999; do
     if begin "options/$p-count-$v"; then
@@ -29,7 +29,23 @@ for p in $PROGRAMS; do
   fi
   if begin "options/$p-unexpected-argument"; then
     need real-programs-pthread
-    run "$bin" 16; want_status 2; want_err "unexpected argument '16'"; want_err "Usage: $p"; end
+    run "$bin" 16; want_status 2; want_err "unexpected argument '16'"; want_err "$p: run '$p -h' for the options"; end
+  fi
+  # Every mistake on the command line takes one form: a line naming it and
+  # what is allowed, then the line that points at -h; never the whole usage.
+  if begin "options/$p-one-form-for-every-mistake"; then
+    need real-programs-pthread
+    for args in "--bogus" "-zq" "16" "-n" "-n 0" "-n 1K" "--timeout x" "--csv out.csv" \
+      "--bench -n 16" "--bench -f 1" "--bench -r 5 -i 4" "--bench -b 2M -e 1M"; do
+      # shellcheck disable=SC2086 # the arguments are words
+      run "$bin" $args
+      want_status 2
+      [ "$(wc -l <"$f.err")" = 2 ] || why+="'$args' printed $(wc -l <"$f.err") lines, not 2; "
+      [ "$(sed -n 2p "$f.err")" = "$p: run '$p -h' for the options" ] ||
+        why+="'$args': the second line is '$(sed -n 2p "$f.err")'; "
+      [ ! -s "$f.out" ] || why+="'$args' wrote to stdout; "
+    done
+    end
   fi
   if begin "options/$p-count-missing"; then
     need real-programs-pthread
