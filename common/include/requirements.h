@@ -55,9 +55,9 @@ enum gpu_sharing {
 /* Not collective. Decides whether `ranks` ranks on one node may use `ngpus`
  * GPUs, from NCCL_MULTI_RANK_GPU_ENABLE and ncclGetVersion (the loaded
  * library, not the header). For GPU_SHARING_BAD it prints why (the value,
- * or the loaded version and 2.30) and what to do; for GPU_TOO_FEW the
+ * or the loaded version and 2.30) and what to do, if `say`; for GPU_TOO_FEW the
  * caller prints its own message, adding shared_gpu_hint(). */
-enum gpu_sharing decide_gpu_sharing(int ranks, int ngpus);
+enum gpu_sharing decide_gpu_sharing(int ranks, int ngpus, int say);
 
 /* Not collective; call before any communicator exists. Ranks sharing a GPU
  * need all their NCCL kernels resident at once (each waits for the others),

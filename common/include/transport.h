@@ -42,7 +42,7 @@ int transport_worst_at(int value, const char *file, int line);
 
 /* Prints why a node's ranks do not fit its GPUs, in the transport's terms
  * (NTHREADS, or processes per node). */
-void transport_too_few_gpus(int local_rank, int local_size, int ngpus);
+void transport_too_few_gpus(int local_size, int ngpus);
 
 /* Prints the line that opens the original examples' output. */
 void transport_banner(int nranks, int ngpus);

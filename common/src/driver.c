@@ -45,26 +45,30 @@ static int run_rank(const rank_ctx *ctx)
   return instruments_run(ctx, ex->lesson);
 }
 
-/* Checks, on every process, that the job's ranks fit the GPUs; every
- * process that finds a problem says so. Returns 0 or the status to stop
- * with, the same on every process. */
+/* Checks, on every process, that the job's ranks fit the GPUs. A problem
+ * that every process has is said once (by process 0, or once per node);
+ * a process whose problem differs from process 0's says its own. Returns
+ * 0 or the status to stop with, the same on every process. */
 static int check_job(const example_options *opts, int nranks, int ngpus,
                      cudaError_t gpu_err)
 {
   int first = transport_process() == 0;
   int local_rank, local_size;
   transport_node(nranks, &local_rank, &local_size);
+  /* Process 0's GPU error, on every process (cudaError_t values are >= 0). */
+  const int first_err = transport_worst(first ? (int)gpu_err : -1);
   int problem = EXIT_SUCCESS;
   enum gpu_sharing sharing = GPU_ONE_RANK_EACH;
   if (gpu_err != cudaSuccess) {
     /* CUDA says "driver version is insufficient" also when there is no
      * driver at all: say both. */
-    print_error("no usable GPU: cudaGetDeviceCount failed: %s (%s)%s\n",
-                cudaGetErrorString(gpu_err), cudaGetErrorName(gpu_err),
-                gpu_err == cudaErrorInsufficientDriver
-                    ? ": no NVIDIA driver was found, or it is older than this"
-                      " CUDA runtime (nvidia-smi shows which)"
-                    : "");
+    if (first || (int)gpu_err != first_err)
+      print_error("no usable GPU: cudaGetDeviceCount failed: %s (%s)%s\n",
+                  cudaGetErrorString(gpu_err), cudaGetErrorName(gpu_err),
+                  gpu_err == cudaErrorInsufficientDriver
+                      ? ": no NVIDIA driver was found, or it is older than"
+                        " this CUDA runtime (nvidia-smi shows which)"
+                      : "");
     problem = EXIT_FAILURE;
   } else if (!count_fits(opts->count, nranks)) {
     if (first)
@@ -73,15 +77,16 @@ static int check_job(const example_options *opts, int nranks, int ngpus,
                   opts->count, nranks, opts->count, nranks);
     problem = EXIT_USAGE;
   } else {
-    sharing = decide_gpu_sharing(local_size, ngpus);
-    if (sharing == GPU_TOO_FEW)
-      transport_too_few_gpus(local_rank, local_size, ngpus);
+    /* The ranks of a node share its verdict: its first rank says it. */
+    sharing = decide_gpu_sharing(local_size, ngpus, local_rank == 0);
+    if (sharing == GPU_TOO_FEW && local_rank == 0)
+      transport_too_few_gpus(local_size, ngpus);
     if (sharing == GPU_TOO_FEW || sharing == GPU_SHARING_BAD)
       problem = EXIT_USAGE;
   }
   int worst = transport_worst(problem);
   if (worst != EXIT_SUCCESS) {
-    if (problem == EXIT_SUCCESS) /* this process is fine: say why it stops */
+    if (first && problem == EXIT_SUCCESS) /* fine here: say why it stops */
       print_error("stopping: another rank has no GPU of its own (see its"
                   " message)\n");
     return worst;
@@ -105,10 +110,10 @@ static int options_checksum(const example_options *o, enum parse_result r)
 }
 
 /* Parses the command line on every process; in MPI mode every rank must
- * have the same options, or none runs: a rank that cannot parse its own
- * says why, and a rank whose options differ from rank 0's says so.
- * Returns 0 (and *parsed: PARSE_OK or PARSE_HELP) or EXIT_USAGE, the same
- * on every process. Ranks other than 0 print only their own problems. */
+ * have the same options, or none runs. A mistake every rank makes is said
+ * once, by rank 0; a rank with a mistake of its own, or with options that
+ * differ from rank 0's, says so. Returns 0 (and *parsed: PARSE_OK or
+ * PARSE_HELP) or EXIT_USAGE, the same on every process. */
 static int agree_on_options(int argc, char *argv[], example_options *opts,
                             enum parse_result *parsed)
 {
@@ -116,10 +121,14 @@ static int agree_on_options(int argc, char *argv[], example_options *opts,
   *parsed = parse_options(argc, argv, opts, process != 0);
   /* From here on nothing waits for ever (the instruments' watchdog). */
   instruments_start(*parsed == PARSE_OK);
-  if (transport_worst(*parsed == PARSE_BAD) != 0) {
-    if (process != 0 && *parsed == PARSE_BAD) {
+  const int bad = *parsed == PARSE_BAD;
+  if (transport_worst(bad) != 0) {
+    /* Rank 0 has said its own mistake; a rank whose mistake rank 0 does
+     * not share says its own (then it has another command line). */
+    const int first_bad = transport_worst(process == 0 ? bad : 0);
+    if (process != 0 && bad && !first_bad)
       parse_options(argc, argv, opts, 0); /* now saying why */
-    } else if (process == 0 && *parsed != PARSE_BAD)
+    else if (process == 0 && !bad)
       print_error("stopping: another MPI rank could not parse its command"
                   " line (see its message); every rank needs the same"
                   " options\n");

@@ -106,7 +106,7 @@ static int multi_rank_gpu_requested(const char **text)
   return end != *text && *end == '\0' ? 0 : -1;
 }
 
-enum gpu_sharing decide_gpu_sharing(int ranks, int ngpus)
+enum gpu_sharing decide_gpu_sharing(int ranks, int ngpus, int say)
 {
   if (ranks <= ngpus)
     return GPU_ONE_RANK_EACH;
@@ -115,10 +115,11 @@ enum gpu_sharing decide_gpu_sharing(int ranks, int ngpus)
   if (asked == 0)
     return GPU_TOO_FEW;
   if (asked < 0) {
-    print_error("invalid NCCL_MULTI_RANK_GPU_ENABLE='%s': NCCL reads it as a"
-                " number (strtoll), so this is 0, off; use 1 to let %d ranks"
-                " share %d GPU(s), or unset it\n",
-                text, ranks, ngpus);
+    if (say)
+      print_error("invalid NCCL_MULTI_RANK_GPU_ENABLE='%s': NCCL reads it as"
+                  " a number (strtoll), so this is 0, off; use 1 to let %d"
+                  " ranks share %d GPU(s), or unset it\n",
+                  text, ranks, ngpus);
     return GPU_SHARING_BAD;
   }
   int code = 0;
@@ -126,10 +127,11 @@ enum gpu_sharing decide_gpu_sharing(int ranks, int ngpus)
   if (code < NCCL_SHARED_GPU_MIN) {
     char have[32];
     format_nccl_version(code, have, sizeof have);
-    print_error("NCCL_MULTI_RANK_GPU_ENABLE=%s: ranks may share a GPU only"
-                " with NCCL >= 2.30, and the loaded NCCL is %s; use a newer"
-                " NCCL (make NCCL_HOME=...) or at most %d rank(s) here\n",
-                text, have, ngpus);
+    if (say)
+      print_error("NCCL_MULTI_RANK_GPU_ENABLE=%s: ranks may share a GPU only"
+                  " with NCCL >= 2.30, and the loaded NCCL is %s; use a newer"
+                  " NCCL (make NCCL_HOME=...) or at most %d rank(s) here\n",
+                  text, have, ngpus);
     return GPU_SHARING_BAD;
   }
   return GPU_SHARED;

@@ -83,7 +83,17 @@ for variant in sim-pthread sim-mpi; do
       SIM_DIR=$TMPDIR run "${MPIRUN[@]}" -np 1 env SIM_DEVICES=0 "$B/sim-mpi/$p" -n $SMALL : -np 1 "$B/sim-mpi/$p" -n $SMALL
       want_failure
       want_err "rank 0: no usable GPU: cudaGetDeviceCount failed"
-      want_err "rank 1: stopping: another rank has no GPU of its own (see its message)"
+      # Rank 0 said why the job stops; the others stay quiet.
+      ! grep -q "stopping: another rank" "$f.err" || why+="a rank repeated why the job stops; "
+      end
+    fi
+    c="fault/mpi/$p-rank-1-without-gpu"
+    if [ $mode = mpi ] && mpi_cases "$c" && begin "$c"; then
+      need programs-sim-mpi
+      SIM_DIR=$TMPDIR run "${MPIRUN[@]}" -np 1 "$B/sim-mpi/$p" -n $SMALL : -np 1 env SIM_DEVICES=0 "$B/sim-mpi/$p" -n $SMALL
+      want_failure
+      want_err "rank 1: no usable GPU: cudaGetDeviceCount failed"
+      want_err "rank 0: stopping: another rank has no GPU of its own (see its message)"
       end
     fi
     for mix in "-n 16:-n 0:rank 1: invalid count '0'" "-n 16:-n 32:rank 1: its command line differs from rank 0's" \
@@ -99,6 +109,17 @@ for variant in sim-pthread sim-mpi; do
         end
       fi
     done
+    # The same mistake on every rank is said once, by rank 0.
+    c="fault/mpi/$p-the-same-mistake-on-every-rank-said-once"
+    if [ $mode = mpi ] && mpi_cases "$c" && begin "$c"; then
+      need programs-sim-mpi
+      SIM_DIR=$TMPDIR run "${MPIRUN[@]}" -np 3 "$B/sim-mpi/$p" -n 0
+      want_status 2
+      want_err "$p: rank 0: invalid count '0'"
+      [ "$(grep -c "invalid count" "$f.err")" = 1 ] ||
+        why+="'invalid count' was said $(grep -c "invalid count" "$f.err") times, not once; "
+      end
+    fi
     # One MPI process killed, or stopped, while its rank's call hangs.
     c="fault/mpi/$p-rank-1-killed"
     if [ $mode = mpi ] && mpi_cases "$c" && begin "$c"; then
@@ -141,6 +162,9 @@ for variant in sim-pthread sim-mpi; do
       SIM_DEVICES=0 sim_run $variant $p 2
       want_status 1
       want_err "no usable GPU: cudaGetDeviceCount failed: no CUDA-capable device is detected (cudaErrorNoDevice)"
+      # Every process has the same problem: said once.
+      [ "$(grep -c 'no usable GPU' "$f.err")" = 1 ] ||
+        why+="'no usable GPU' was said $(grep -c 'no usable GPU' "$f.err") times, not once; "
       end
     fi
     c="fault/$mode/$p-more-ranks-than-gpus"
@@ -151,8 +175,11 @@ for variant in sim-pthread sim-mpi; do
         want_err "NTHREADS=3 asks for more ranks than GPUs: 2 visible"
       else
         want_failure
-        for r in 0 1 2; do want_err "rank $r: node-local rank $r of 3 on"; done
-        want_err "only 2 GPU(s) visible there"
+        # The node's verdict, said once (by its first rank), not by each.
+        want_err "rank 0: 3 ranks on "
+        want_err "but only 2 GPU(s) visible there"
+        [ "$(grep -c 'GPU(s) visible there' "$f.err")" = 1 ] ||
+          why+="the node's verdict was said $(grep -c 'GPU(s) visible there' "$f.err") times, not once; "
       fi
       end
     fi

@@ -177,15 +177,14 @@ int transport_worst_at(int value, const char *file, int line)
   return worst_at("transport_worst", value, file, line);
 }
 
-void transport_too_few_gpus(int local_rank, int local_size, int ngpus)
+void transport_too_few_gpus(int local_size, int ngpus)
 {
   char host[MPI_MAX_PROCESSOR_NAME] = "?";
   int len = 0;
   MPI_Get_processor_name(host, &len);
-  print_error("node-local rank %d of %d on %s: only %d GPU(s) visible"
-              " there; one rank per GPU, so start at most %d rank(s)"
-              " per node%s\n",
-              local_rank, local_size, host, ngpus, ngpus, shared_gpu_hint());
+  print_error("%d ranks on %s, but only %d GPU(s) visible there; one rank"
+              " per GPU, so start at most %d rank(s) per node%s\n",
+              local_size, host, ngpus, ngpus, shared_gpu_hint());
 }
 
 void transport_banner(int nranks, int ngpus)

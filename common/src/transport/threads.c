@@ -196,9 +196,8 @@ int transport_worst_at(int value, const char *file, int line)
   return value;
 }
 
-void transport_too_few_gpus(int local_rank, int local_size, int ngpus)
+void transport_too_few_gpus(int local_size, int ngpus)
 {
-  (void)local_rank;
   print_error("NTHREADS=%d asks for more ranks than GPUs: %d visible;"
               " one rank per GPU, so use NTHREADS=1..%d%s\n",
               local_size, ngpus, ngpus, shared_gpu_hint());
