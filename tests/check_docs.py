@@ -249,21 +249,48 @@ INTERNAL_TEXT = [
     (r"\bthe (CPU|GPU|H200) machine\b", "the machines the project was made on"),
 ]
 
+# Words a user's page does not leave unexplained (pages outside tests/; a
+# word inside a file name is fine): the project's own jargon, and names of
+# NVIDIA's tools and features that README.md's "Words used here" explains.
+JARGON = [
+    (r"\boracles?\b", "jargon: say what is computed (the expected output)"),
+    (r"(?<![\w/.-])hermetic\b", "jargon: say what the run kept out"),
+    (r"\bthe driver\b", "'the driver' reads as NVIDIA's: name run_example (common/src/driver.c)"),
+    (r"\bCI\b", "'CI': name what runs (.ci/run)"),
+]
+GLOSSARY_TERMS = ["CUPTI", "NVLS", "VMM", "lesson", "[fact"]
+
 
 def check_users_text(problems, files=None):
-    """Pages and recordings speak to users (see INTERNAL_TEXT)."""
+    """Pages and recordings speak to users (see INTERNAL_TEXT), and user
+    pages (.md outside tests/) explain their words (JARGON)."""
+    given = files is not None  # files named on the command line: every rule
     if files is None:
         files = [f for f in tracked("*.md") + tracked("*.txt")
                  if not f.startswith("tests/data/") and (f.endswith(".md") or f.startswith("docs/"))]
     checked = 0
     for doc in files:
+        rules = INTERNAL_TEXT
+        if given or (doc.endswith(".md") and not doc.startswith("tests/")):
+            rules = INTERNAL_TEXT + JARGON
         for num, line in enumerate(open(os.path.join(ROOT, doc)), 1):
-            for pattern, what in INTERNAL_TEXT:
+            for pattern, what in rules:
                 checked += 1
                 m = re.search(pattern, line)
                 if m:
                     problems.append(f"{doc}:{num}: {what}: '{m.group(0)}'")
     return checked
+
+
+def check_glossary(problems):
+    """README.md's "Words used here" table explains the words the pages
+    use without explaining them each time."""
+    rows = table(open(os.path.join(ROOT, "README.md")).read(), "word")
+    words = " ".join(row[0] for row in rows)
+    for term in GLOSSARY_TERMS:
+        if term not in words:
+            problems.append(f"README.md: the 'word' table does not explain {term}")
+    return len(GLOSSARY_TERMS)
 
 
 def check_links(problems):
@@ -356,6 +383,7 @@ def main():
     checked += check_lifecycle_diagram(problems)
     checked += check_links(problems)
     checked += check_users_text(problems)
+    checked += check_glossary(problems)
     checked += check_make_help(problems)
     checked += check_lesson_names_no_benchmark(problems)
     for p in problems:

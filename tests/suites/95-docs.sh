@@ -24,6 +24,10 @@ else
     want_out "internal-text.md:4: a commit hash: 'commit 125c025'"
     want_out "internal-text.md:5: work history: 'earlier session'"
     want_out "internal-text.md:5: the machines the project was made on: 'the CPU machine'"
+    want_out "internal-text.md:6: jargon: say what is computed (the expected output): 'oracle'"
+    want_out "internal-text.md:6: jargon: say what the run kept out: 'hermetic'"
+    want_out "internal-text.md:6: 'the driver' reads as NVIDIA's"
+    want_out "internal-text.md:6: 'CI': name what runs (.ci/run): 'CI'"
     end
   fi
   if begin docs/control/an-unmarked-block-fails; then
