@@ -282,6 +282,22 @@ def check_users_text(problems, files=None):
     return checked
 
 
+def check_typed_counts(problems, files=None):
+    """A page that gives a result of the suite ("N passed") links the
+    recorded run it comes from (docs/checks/) on the same line."""
+    checked = 0
+    if files is None:
+        files = [f for f in tracked("*.md") if not f.startswith("tests/data/")]
+    for doc in files:
+        for num, line in enumerate(open(os.path.join(ROOT, doc)), 1):
+            if re.search(r"\b\d[\d,]* passed\b", line):
+                checked += 1
+                if "checks/" not in line:
+                    problems.append(f"{doc}:{num}: a result of the suite typed without the record"
+                                    " it comes from (link docs/checks/...)")
+    return checked
+
+
 def check_glossary(problems):
     """README.md's "Words used here" table explains the words the pages
     use without explaining them each time."""
@@ -313,6 +329,7 @@ def main():
     if sys.argv[1:2] == ["--users-text"]:
         problems = []
         check_users_text(problems, sys.argv[2:])
+        check_typed_counts(problems, sys.argv[2:])
         for p in problems:
             print(p)
         return 1 if problems else 0
@@ -384,6 +401,7 @@ def main():
     checked += check_links(problems)
     checked += check_users_text(problems)
     checked += check_glossary(problems)
+    checked += check_typed_counts(problems)
     checked += check_make_help(problems)
     checked += check_lesson_names_no_benchmark(problems)
     for p in problems:
