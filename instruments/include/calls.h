@@ -14,9 +14,11 @@
  * for a wait for the other ranks (watch_begin_wait), 3 for an NCCL call
  * that all ranks make together (a collective, communicator init, window
  * registration: it may be waiting for another rank), 0 if that rank is in
- * no call, -1 if no thread of this process runs it. call_text gets
- * "CALL (file:line)". */
-int call_in_progress(int rank, char *call_text, size_t size, double *ms);
+ * no call (*ms: since its last call ended), -1 if no thread of this
+ * process runs it. call_text gets "CALL (file:line)"; *idle_ms how long
+ * since the rank's last call ended (a rank that ends calls progresses). */
+int call_in_progress(int rank, char *call_text, size_t size, double *ms,
+                     double *idle_ms);
 
 /* Milliseconds on the monotonic clock (a clock step does not move it). */
 double monotonic_ms(void);

@@ -17,6 +17,7 @@
 typedef struct call_slot {
   int rank; /* -1: free */
   int depth;
+  double ended_ms; /* when its last call ended (or it took the rank) */
   struct {
     const char *call, *file;
     int line;
@@ -43,6 +44,7 @@ void watch_rank(int rank)
   if (my_slot != NULL) { /* a new rank, or -1: the slot is free again */
     my_slot->rank = rank;
     my_slot->depth = 0;
+    my_slot->ended_ms = monotonic_ms();
     if (rank < 0)
       my_slot = NULL;
   } else if (rank >= 0) {
@@ -52,7 +54,7 @@ void watch_rank(int rank)
     if (my_slot == NULL && nslots < MAX_SLOTS)
       my_slot = &slots[nslots++];
     if (my_slot != NULL)
-      *my_slot = (call_slot){.rank = rank};
+      *my_slot = (call_slot){.rank = rank, .ended_ms = monotonic_ms()};
   }
   pthread_mutex_unlock(&slots_lock);
 }
@@ -108,10 +110,12 @@ void watch_end(void)
   pthread_mutex_lock(&slots_lock);
   if (my_slot->depth > 0)
     my_slot->depth--;
+  my_slot->ended_ms = monotonic_ms();
   pthread_mutex_unlock(&slots_lock);
 }
 
-int call_in_progress(int rank, char *call_text, size_t size, double *ms)
+int call_in_progress(int rank, char *call_text, size_t size, double *ms,
+                     double *idle_ms)
 {
   int found = -1;
   pthread_mutex_lock(&slots_lock);
@@ -119,6 +123,8 @@ int call_in_progress(int rank, char *call_text, size_t size, double *ms)
     const call_slot *s = &slots[i];
     if (s->rank != rank)
       continue;
+    *idle_ms = *ms = monotonic_ms() - s->ended_ms;
+    call_text[0] = '\0';
     found = s->depth > 0;
     if (found) {
       int d = (s->depth < MAX_DEPTH ? s->depth : MAX_DEPTH) - 1;

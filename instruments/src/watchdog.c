@@ -16,6 +16,7 @@
 #include "checks.h"
 #include "calls.h"
 #include "peers.h"
+#include "verdict.h"
 
 #define ANSWER_WAIT_S 3  /* how long the reporting process waits for lines */
 #define ABORT_WAIT_S  15 /* how long an asked process waits to be ended */
@@ -31,14 +32,13 @@ static int first, count = 1, setting_up = 1;
 
 /* ------------------------------------------------------------ collect */
 
-/* One rank's state (call_in_progress: 0 in no watched call, 1 in a call,
- * 2 waiting for the other ranks, 3 in an NCCL call all ranks make); for
- * how long. */
-typedef struct rank_state {
-  int rank, state;
-  double ms;
-  char call[CALL_CHARS];
-} rank_state;
+/* One rank's state (verdict.h) and the call it is in. */
+static int look_at(int rank, rank_view *v, char *call, size_t size)
+{
+  *v = (rank_view){.rank = rank};
+  v->state = call_in_progress(rank, call, size, &v->ms, &v->idle_ms);
+  return v->state;
+}
 
 /* This process's ranks, one line each. A line is "RANK STATE MS\t" (read
  * back by the reporting process) then the words printed. Returns malloc'd
@@ -48,8 +48,9 @@ static char *collect(int from, int n)
   const size_t line_chars = CALL_CHARS + 128;
   char *text = calloc((size_t)n * line_chars + 1, 1);
   for (int r = from; text != NULL && r < from + n; r++) {
-    rank_state s = {.rank = r};
-    s.state = call_in_progress(r, s.call, sizeof s.call, &s.ms);
+    rank_view s;
+    char call[CALL_CHARS];
+    look_at(r, &s, call, sizeof call);
     char *end = text + strlen(text);
     int head =
         snprintf(end, line_chars, "%d %d %.0f\trank %d: ", r, s.state, s.ms, r);
@@ -58,10 +59,12 @@ static char *collect(int from, int n)
                "in no call: no thread"
                " runs it now (not started, or done)\n");
     else if (s.state == 0)
-      snprintf(end + head, line_chars - (size_t)head, "in no watched call\n");
+      snprintf(end + head, line_chars - (size_t)head,
+               "in no watched call (its last call ended %.1f s ago)\n",
+               s.ms / 1e3);
     else
       snprintf(end + head, line_chars - (size_t)head, "in %s%s for %.1f s\n",
-               s.call, s.state == 2 ? ", waiting for the other ranks" : "",
+               call, s.state == 2 ? ", waiting for the other ranks" : "",
                s.ms / 1e3);
   }
   return text;
@@ -100,26 +103,16 @@ static int ask(char **answers, int processes, int me, const char *mine)
 
 /* ------------------------------------------------------------- blame */
 
-/* How likely a rank in this state holds the others up: a call of its own
- * most (the others most often wait for it), then an NCCL call all ranks
- * make, then a wait of the programs' own for the other ranks. */
-static int suspicion(int state) { return state == 1 ? 3 : state == 3 ? 2 : 1; }
-
 /* The rank to blame among the lines in text (collect's form), kept in
- * *best: the most suspect state, and in it the longest call. */
-static void blame(const char *text, rank_state *best)
+ * *best (verdict.h). */
+static void blame(const char *text, rank_view *best)
 {
   for (const char *line = text; line && *line; line = strchr(line, '\n')) {
     if (*line == '\n')
       line++;
-    rank_state s = {0};
-    if (sscanf(line, "%d %d %lf", &s.rank, &s.state, &s.ms) != 3 ||
-        s.state <= 0)
-      continue;
-    int mine = suspicion(s.state);
-    int theirs = best->state > 0 ? suspicion(best->state) : 0;
-    if (mine > theirs || (mine == theirs && s.ms > best->ms))
-      *best = s;
+    rank_view s = {0};
+    if (sscanf(line, "%d %d %lf", &s.rank, &s.state, &s.ms) == 3)
+      verdict_blame(&s, limit_s, best);
   }
 }
 
@@ -161,7 +154,7 @@ static int report(int from, int n, int in_setup)
     return asker;
   }
   flush_stdout_if_free();
-  rank_state late = {0};
+  rank_view late = {.state = -1};
   for (int p = 0; p < processes; p++) {
     const char *lines = p == me ? mine : answers ? answers[p] : NULL;
     if (lines != NULL) {
@@ -181,25 +174,36 @@ static int report(int from, int n, int in_setup)
   if (in_setup && processes == 1)
     print_error("the ranks had not started: the job was still being set"
                 " up\n");
-  print_error("rank %d's call has not returned after --timeout %d s: ending"
-              " the job (exit %d); --timeout 0 waits for ever\n",
-              late.rank, limit_s, EXIT_TIMEOUT);
+  if (late.state == 0)
+    print_error("rank %d has been in no watched call for %.1f s while the"
+                " others wait (--timeout %d s): ending the job (exit %d);"
+                " --timeout 0 waits for ever\n",
+                late.rank, late.ms / 1e3, limit_s, EXIT_TIMEOUT);
+  else
+    print_error("rank %d's call has not returned after --timeout %d s:"
+                " ending the job (exit %d); --timeout 0 waits for ever\n",
+                late.rank < 0 ? 0 : late.rank, limit_s, EXIT_TIMEOUT);
   free_lines(mine, answers, processes);
   return -1;
 }
 
 /* ------------------------------------------------------------ decide */
 
-/* Whether a call of ranks from .. from + n - 1 has passed the limit. */
+/* Whether ranks from .. from + n - 1 hang (verdict.h). */
 static int limit_passed(int from, int n)
 {
+  rank_view *views = calloc((size_t)n, sizeof *views);
+  if (views == NULL)
+    return 0;
+  int seen = 0;
   for (int r = from; r < from + n; r++) {
     char call[CALL_CHARS];
-    double ms = 0;
-    if (call_in_progress(r, call, sizeof call, &ms) > 0 && ms >= limit_s * 1e3)
-      return 1;
+    if (look_at(r, &views[seen], call, sizeof call) >= 0)
+      seen++;
   }
-  return 0;
+  int hangs = verdict_hangs(views, seen, limit_s);
+  free(views);
+  return hangs;
 }
 
 /* Waits 200 ms or until stopped; returns 0 once stopped, else 1 and the

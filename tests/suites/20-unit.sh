@@ -12,6 +12,13 @@ if begin unit/simulation-is-unkind; then
   end
 fi
 if begin unit/what-ran; then need unit/test_what_ran; run "$B/unit/test_what_ran"; want_status 0; end; fi
+if begin unit/watchdog-verdict; then
+  need unit/test_verdict
+  run "$B/unit/test_verdict"
+  want_status 0
+  want_out "test_verdict: all checks passed"
+  end
+fi
 if begin unit/verify; then need unit/test_verify; run "$B/unit/test_verify"; want_status 0; end; fi
 for n in 1 2 3 4 5 6 7 8; do
   if begin "unit/bootstrap-pthread-$n"; then

@@ -263,6 +263,17 @@ if begin "hang/pthread/allreduce_sm-two-stuck-ranks-the-oldest-blamed"; then
   end
 fi
 
+# A phase that only rank 0 runs (the bench's copy bandwidth, 32 copies of
+# 100 ms each) while rank 1 waits past --timeout: rank 0 ends call after
+# call, so this is progress, not a hang; the run ends well (exit 0).
+if begin "hang/pthread/allreduce_sm-rank-0-alone-making-progress-is-no-hang"; then
+  SIM_SLOW=cudaMemcpyPeerAsync:0:100 sim_run sim-pthread allreduce_sm 2 --bench -b 64K -e 64K -w 2 -i 30 -r 1 --timeout 1
+  want_status 0
+  ! grep -q "has not returned\|ending the job" "$f.err" || why+="the watchdog ended healthy work; "
+  want_out "65536"
+  end
+fi
+
 # 64 ranks, rank 60 stuck: every rank's line is printed, whole, in order,
 # and the verdict names rank 60, whose call is the oldest (the others wait
 # for it).
