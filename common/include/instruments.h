@@ -70,7 +70,11 @@ void instruments_watch_ranks(int first_rank, int nranks);
 int instruments_run(const rank_ctx *ctx, example_fn lesson);
 /* After the ranks: prints what was measured (process 0). */
 void instruments_report(void);
-/* Before the transport stops (the watchdog's thread may call MPI). */
+/* Before the transport stops: the watchdog stops talking to the other
+ * processes (its thread may call MPI), and goes on watching this one's
+ * calls (MPI_Finalize among them). */
+void instruments_finalizing(void);
+/* After the transport has stopped. */
 void instruments_stop(void);
 
 #endif

@@ -191,13 +191,15 @@ done:
   watch_begin("writing to standard output", __FILE__, __LINE__);
   int flushed = fflush(stdout) == 0 && !ferror(stdout);
   watch_end();
-  /* The watchdog's thread may call MPI: it ends before MPI_Finalize. */
-  instruments_stop();
   if (!flushed) {
     print_error("writing to standard output failed: %s\n",
                 errno ? strerror(errno) : "unknown error");
     status = EXIT_FAILURE;
   }
+  /* The watchdog asks the other processes no more (its thread may call
+   * MPI), and watches MPI_Finalize (transport_stop) too. */
+  instruments_finalizing();
   transport_stop();
+  instruments_stop();
   return status;
 }

@@ -14,6 +14,8 @@
  * before the transport stops. */
 void peers_start(void);
 void peers_stop(void);
+/* 1 once peers_stop has run (the job is finalizing MPI). */
+int peers_stopped(void);
 
 /* This process's number (0 for threads) and how many others there are. */
 int peers_me(void);

@@ -34,8 +34,6 @@ int instruments_run(const rank_ctx *ctx, example_fn lesson)
 
 void instruments_report(void) { what_ran_print(); }
 
-void instruments_stop(void)
-{
-  watchdog_stop();
-  peers_stop();
-}
+void instruments_finalizing(void) { peers_stop(); }
+
+void instruments_stop(void) { watchdog_stop(); }

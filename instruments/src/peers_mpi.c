@@ -3,6 +3,7 @@
  * MPI_COMM_WORLD), so that its messages never meet the ranks' own. */
 #include "peers.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +12,10 @@
 /* MPI_COMM_NULL where MPI cannot be called from a second thread. */
 static MPI_Comm watchdog_comm = MPI_COMM_NULL;
 static int me, processes = 1;
+/* Held around every use of watchdog_comm: peers_stop (the main thread)
+ * frees it only while the watchdog's thread is not using it. */
+static pthread_mutex_t comm_lock = PTHREAD_MUTEX_INITIALIZER;
+static int stopped;
 enum { TAG_ASK = 1, TAG_ANSWER = 2 };
 
 /* From the main thread, after MPI_Init (the transport's). Its errors are
@@ -29,9 +34,14 @@ void peers_start(void)
 
 void peers_stop(void)
 {
+  pthread_mutex_lock(&comm_lock);
   if (watchdog_comm != MPI_COMM_NULL)
     MPI_Comm_free(&watchdog_comm);
+  stopped = 1;
+  pthread_mutex_unlock(&comm_lock);
 }
+
+int peers_stopped(void) { return stopped; }
 
 int peers_me(void) { return me; }
 int peers_others(void) { return processes - 1; }
@@ -43,12 +53,14 @@ void peers_ask(void)
 {
   static int ask; /* the buffer of every send: must outlive them */
   MPI_Request request;
+  pthread_mutex_lock(&comm_lock);
   for (int p = 0; peers_can_ask() && p < processes; p++) {
     if (p == me)
       continue;
     MPI_Isend(&ask, 1, MPI_INT, p, TAG_ASK, watchdog_comm, &request);
     MPI_Request_free(&request); /* MPI_Abort follows: never waited for */
   }
+  pthread_mutex_unlock(&comm_lock);
 }
 
 /* Is a watchdog message with this tag waiting? (Never blocks.) */
@@ -63,33 +75,42 @@ static int waiting(int tag, MPI_Status *st)
 
 int peers_asked_by(void)
 {
-  int ask;
+  int ask, asker = -1;
   MPI_Status st;
-  if (!waiting(TAG_ASK, &st))
-    return -1;
-  MPI_Recv(&ask, 1, MPI_INT, st.MPI_SOURCE, TAG_ASK, watchdog_comm,
-           MPI_STATUS_IGNORE);
-  return st.MPI_SOURCE;
+  pthread_mutex_lock(&comm_lock);
+  if (waiting(TAG_ASK, &st)) {
+    MPI_Recv(&ask, 1, MPI_INT, st.MPI_SOURCE, TAG_ASK, watchdog_comm,
+             MPI_STATUS_IGNORE);
+    asker = st.MPI_SOURCE;
+  }
+  pthread_mutex_unlock(&comm_lock);
+  return asker;
 }
 
 void peers_answer(int process, const char *lines)
 {
-  MPI_Send(lines, (int)strlen(lines) + 1, MPI_CHAR, process, TAG_ANSWER,
-           watchdog_comm);
+  pthread_mutex_lock(&comm_lock);
+  if (peers_can_ask())
+    MPI_Send(lines, (int)strlen(lines) + 1, MPI_CHAR, process, TAG_ANSWER,
+             watchdog_comm);
+  pthread_mutex_unlock(&comm_lock);
 }
 
 char *peers_answer_from(int *process)
 {
   int len = 0;
   MPI_Status st;
-  if (!waiting(TAG_ANSWER, &st))
-    return NULL;
-  MPI_Get_count(&st, MPI_CHAR, &len);
-  char *text = calloc((size_t)(len > 0 ? len : 0) + 1, 1);
-  if (text == NULL)
-    return NULL;
-  MPI_Recv(text, len, MPI_CHAR, st.MPI_SOURCE, TAG_ANSWER, watchdog_comm,
-           MPI_STATUS_IGNORE);
-  *process = st.MPI_SOURCE;
+  char *text = NULL;
+  pthread_mutex_lock(&comm_lock);
+  if (waiting(TAG_ANSWER, &st)) {
+    MPI_Get_count(&st, MPI_CHAR, &len);
+    text = calloc((size_t)(len > 0 ? len : 0) + 1, 1);
+    if (text != NULL) {
+      MPI_Recv(text, len, MPI_CHAR, st.MPI_SOURCE, TAG_ANSWER, watchdog_comm,
+               MPI_STATUS_IGNORE);
+      *process = st.MPI_SOURCE;
+    }
+  }
+  pthread_mutex_unlock(&comm_lock);
   return text;
 }

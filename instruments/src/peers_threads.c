@@ -6,6 +6,7 @@
 
 void peers_start(void) {}
 void peers_stop(void) {}
+int peers_stopped(void) { return 0; }
 int peers_me(void) { return 0; }
 int peers_others(void) { return 0; }
 int peers_can_ask(void) { return 0; }

@@ -166,7 +166,11 @@ static int report(int from, int n, int in_setup)
                   p, ANSWER_WAIT_S);
     }
   }
-  if (processes > 1 && !peers_can_ask())
+  if (processes > 1 && peers_stopped())
+    print_error("the other %d process(es) were not asked: the job was"
+                " finalizing MPI; each process reports its own ranks\n",
+                processes - 1);
+  else if (processes > 1 && !peers_can_ask())
     print_error("the other %d process(es) were not asked: this MPI gives no"
                 " MPI_THREAD_MULTIPLE, so the watchdog's thread may not call"
                 " MPI; each process reports its own ranks\n",

@@ -325,6 +325,21 @@ if mpi_cases "hang/mpi/allgather_ce-setup-cudaGetDeviceCount" && begin "hang/mpi
   end
 fi
 
+# MPI_Finalize that never returns on rank 1 (tests/hooks/mpi_finalize_hangs.c),
+# after a good run: the watchdog still watches it, names it, and ends the
+# job (exit 3) instead of waiting for ever.
+if mpi_cases "hang/mpi/allreduce_sm-MPI_Finalize-on-rank-1" && begin "hang/mpi/allreduce_sm-MPI_Finalize-on-rank-1"; then
+  need programs-sim-mpi hooks/mpi_finalize_hangs.so
+  SIM_DIR=$TMPDIR run "${MPIRUN[@]}" -np 2 -x LD_PRELOAD="$B/hooks/mpi_finalize_hangs.so" -x HANG_FINALIZE_RANK=1 \
+    "$B/sim-mpi/allreduce_sm" -n 64 --timeout 1
+  want_status 3
+  want_out "Results verified correctly"
+  want_err "allreduce_sm: rank 1: in MPI_Finalize() (mpi.c:"
+  want_err "allreduce_sm: rank 1's call has not returned after --timeout 1 s: ending the job (exit 3)"
+  want_err "were not asked: the job was finalizing MPI"
+  end
+fi
+
 # Without MPI_THREAD_MULTIPLE (a preloaded MPI_Init_thread that grants
 # MPI_THREAD_FUNNELED, tests/hooks/mpi_funneled.c) the watchdog's thread
 # calls no MPI function: each process prints its own ranks' lines, says

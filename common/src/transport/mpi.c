@@ -48,6 +48,7 @@ static _Noreturn void fail_mpi(const char *file, int line, const char *call,
  * knows without calling MPI. */
 static int my_process;
 static int thread_multiple;   /* MPI_THREAD_MULTIPLE was provided */
+static volatile int finalizing; /* MPI_Finalize has begun */
 static pthread_t main_thread; /* the thread that called MPI_Init_thread */
 
 /* MPI_COMM_WORLD holds everything: ranks get no run_state (ctx->run). */
@@ -91,6 +92,10 @@ _Noreturn void job_abort(int status)
    * thread (the watchdog's) ends this process alone; mpirun then ends the
    * job, since a process left without MPI_Finalize. */
   if (!thread_multiple && !pthread_equal(pthread_self(), main_thread))
+    _exit(status);
+  /* No MPI_Abort beside an MPI_Finalize in progress (the watchdog ends a
+   * stuck one): this process ends alone, and mpirun ends the job. */
+  if (finalizing)
     _exit(status);
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
@@ -147,6 +152,7 @@ void transport_start(int *argc, char ***argv)
 void transport_stop(void)
 {
   fflush(stdout);
+  finalizing = 1;
   MPICHECK(MPI_Finalize());
 }
 
