@@ -31,5 +31,9 @@ void peers_answer(int process, const char *lines);
 /* An answer that has come (malloc'd text, to free; its process in
  * *process), or NULL. */
 char *peers_answer_from(int *process);
+/* The asking process found no hang in the answers: it tells each process
+ * it asked to carry on; an asked process learns it here (1, never waits). */
+void peers_carry_on(int process);
+int peers_told_carry_on(void);
 
 #endif

@@ -16,7 +16,7 @@ static int me, processes = 1;
  * frees it only while the watchdog's thread is not using it. */
 static pthread_mutex_t comm_lock = PTHREAD_MUTEX_INITIALIZER;
 static int stopped;
-enum { TAG_ASK = 1, TAG_ANSWER = 2 };
+enum { TAG_ASK = 1, TAG_ANSWER = 2, TAG_CARRY_ON = 3 };
 
 /* From the main thread, after MPI_Init (the transport's). Its errors are
  * not fatal: without a communicator the watchdog reports this process's
@@ -113,4 +113,30 @@ char *peers_answer_from(int *process)
   }
   pthread_mutex_unlock(&comm_lock);
   return text;
+}
+
+void peers_carry_on(int process)
+{
+  static int go; /* the buffer of every send: must outlive them */
+  MPI_Request request;
+  pthread_mutex_lock(&comm_lock);
+  if (peers_can_ask()) {
+    MPI_Isend(&go, 1, MPI_INT, process, TAG_CARRY_ON, watchdog_comm, &request);
+    MPI_Request_free(&request);
+  }
+  pthread_mutex_unlock(&comm_lock);
+}
+
+int peers_told_carry_on(void)
+{
+  int go, told = 0;
+  MPI_Status st;
+  pthread_mutex_lock(&comm_lock);
+  while (waiting(TAG_CARRY_ON, &st)) {
+    MPI_Recv(&go, 1, MPI_INT, st.MPI_SOURCE, TAG_CARRY_ON, watchdog_comm,
+             MPI_STATUS_IGNORE);
+    told = 1;
+  }
+  pthread_mutex_unlock(&comm_lock);
+  return told;
 }

@@ -22,3 +22,5 @@ char *peers_answer_from(int *process)
   (void)process;
   return NULL;
 }
+void peers_carry_on(int process) { (void)process; }
+int peers_told_carry_on(void) { return 0; }

@@ -40,8 +40,8 @@ static int look_at(int rank, rank_view *v, char *call, size_t size)
   return v->state;
 }
 
-/* This process's ranks, one line each. A line is "RANK STATE MS\t" (read
- * back by the reporting process) then the words printed. Returns malloc'd
+/* This process's ranks, one line each. A line is "RANK STATE MS IDLE\t"
+ * (read back by the reporting process) then the words printed. Returns malloc'd
  * text, or NULL without memory. */
 static char *collect(int from, int n)
 {
@@ -52,8 +52,8 @@ static char *collect(int from, int n)
     char call[CALL_CHARS];
     look_at(r, &s, call, sizeof call);
     char *end = text + strlen(text);
-    int head =
-        snprintf(end, line_chars, "%d %d %.0f\trank %d: ", r, s.state, s.ms, r);
+    int head = snprintf(end, line_chars, "%d %d %.0f %.0f\trank %d: ", r,
+                        s.state, s.ms, s.idle_ms, r);
     if (s.state < 0) /* its thread has returned, or not started */
       snprintf(end + head, line_chars - (size_t)head,
                "in no call: no thread"
@@ -111,9 +111,39 @@ static void blame(const char *text, rank_view *best)
     if (*line == '\n')
       line++;
     rank_view s = {0};
-    if (sscanf(line, "%d %d %lf", &s.rank, &s.state, &s.ms) == 3)
+    if (sscanf(line, "%d %d %lf %lf", &s.rank, &s.state, &s.ms, &s.idle_ms) ==
+        4)
       verdict_blame(&s, limit_s, best);
   }
+}
+
+static int limit_passed(int from, int n);
+
+/* Whether the ranks of these lines (collect's form) hang (verdict.h). */
+static int lines_hang(char *const *texts, int ntexts)
+{
+  int n = 0, cap = 64, hangs = 0;
+  rank_view *views = malloc((size_t)cap * sizeof *views);
+  for (int t = 0; views != NULL && t < ntexts; t++)
+    for (const char *line = texts[t]; line && *line;
+         line = strchr(line, '\n')) {
+      if (*line == '\n')
+        line++;
+      rank_view s = {0};
+      if (sscanf(line, "%d %d %lf %lf", &s.rank, &s.state, &s.ms,
+                 &s.idle_ms) != 4 || s.state < 0)
+        continue;
+      if (n == cap) {
+        rank_view *more = realloc(views, (size_t)(cap *= 2) * sizeof *views);
+        if (more == NULL)
+          break;
+        views = more;
+      }
+      views[n++] = s;
+    }
+  hangs = views == NULL || verdict_hangs(views, n, limit_s);
+  free(views);
+  return hangs;
 }
 
 /* ------------------------------------------------------------ report */
@@ -140,7 +170,10 @@ static void free_lines(char *mine, char **answers, int processes)
 
 /* This process's rank passed the limit: prints every rank's line in rank
  * order (other processes' as they answered), then whom it blames. Returns
- * -1, or the process that reports instead (see ask). */
+ * -1; the process that reports instead (see ask); or CARRY_ON when the
+ * other processes' answers show progress (a rank there ends call after
+ * call: the wait here is for it), after telling them so. */
+#define CARRY_ON (-2)
 static int report(int from, int n, int in_setup)
 {
   const int processes = peers_others() + 1, me = peers_me();
@@ -152,6 +185,28 @@ static int report(int from, int n, int in_setup)
   if (asker >= 0) {
     free_lines(mine, answers, processes);
     return asker;
+  }
+  /* Asking takes time: a rank here that has moved on meanwhile (or the
+   * job that began to finalize) was no hang. */
+  if (processes > 1 && answers != NULL) {
+    int hangs = 1; /* the local verdict, unless the whole job says else */
+    if (!limit_passed(from, n)) {
+      hangs = 0;
+    } else if (peers_can_ask()) {
+      int all = 1; /* every process answered */
+      answers[me] = mine;
+      for (int p = 0; p < processes; p++)
+        all &= answers[p] != NULL;
+      hangs = !all || lines_hang(answers, processes);
+      answers[me] = NULL;
+    }
+    if (!hangs) {
+      for (int p = 0; p < processes; p++)
+        if (p != me)
+          peers_carry_on(p);
+      free_lines(mine, answers, processes);
+      return CARRY_ON;
+    }
   }
   flush_stdout_if_free();
   rank_view late = {.state = -1};
@@ -235,20 +290,30 @@ static int next_look(int *from, int *n, int *in_setup)
 static void *watch(void *arg)
 {
   (void)arg;
-  double asked_at = 0; /* when another process asked for our lines */
+  double asked_at = 0;   /* when another process asked for our lines */
+  double quiet_until = 0; /* after a look that found progress elsewhere */
   int asked_by = -1, from, n, in_setup;
   while (next_look(&from, &n, &in_setup)) {
     for (int asker; (asker = peers_asked_by()) >= 0;) {
       char *mine = collect(from, n);
-      peers_answer(asker, mine ? mine : ""); /* it ends the job soon */
+      peers_answer(asker, mine ? mine : ""); /* it ends the job, or says
+                                               carry on */
       free(mine);
       if (asked_by < 0) {
         asked_by = asker;
         asked_at = monotonic_ms();
       }
     }
-    if (asked_by < 0 && limit_passed(from, n)) {
+    if (asked_by >= 0 && peers_told_carry_on())
+      asked_by = -1;
+    if (asked_by < 0 && monotonic_ms() >= quiet_until &&
+        limit_passed(from, n)) {
       asked_by = report(from, n, in_setup);
+      if (asked_by == CARRY_ON) {
+        asked_by = -1;
+        quiet_until = monotonic_ms() + limit_s * 1e3 / 2;
+        continue;
+      }
       if (asked_by < 0)
         fatal(EXIT_TIMEOUT);
       asked_at = monotonic_ms();

@@ -91,7 +91,8 @@ for p in $PROGRAMS; do
   if mpi_cases "nogpu/$p-mpi" && begin "nogpu/$p-mpi"; then
     need real-programs-mpi
     CUDA_VISIBLE_DEVICES= run "${MPIRUN[@]}" -np 2 "$B/real-mpi/$p"
-    want_status 1; want_err "$p: rank 1: no usable GPU: cudaGetDeviceCount failed:"
+    want_status 1; want_err "$p: rank 0: no usable GPU: cudaGetDeviceCount failed:"
+    [ "$(grep -c 'no usable GPU' "$f.err")" = 1 ] || why+="'no usable GPU' said $(grep -c 'no usable GPU' "$f.err") times, not once; "
     end
   fi
 done

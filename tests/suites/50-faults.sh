@@ -274,6 +274,34 @@ if begin "hang/pthread/allreduce_sm-rank-0-alone-making-progress-is-no-hang"; th
   end
 fi
 
+# The same over MPI: the waiting rank's process asks rank 0's, sees it
+# end call after call, and tells it to carry on.
+if mpi_cases "hang/mpi/allreduce_sm-rank-0-alone-making-progress-is-no-hang" &&
+  begin "hang/mpi/allreduce_sm-rank-0-alone-making-progress-is-no-hang"; then
+  need programs-sim-mpi
+  SIM_DIR=$TMPDIR run "${MPIRUN[@]}" -np 2 -x SIM_SLOW=cudaMemcpyPeerAsync:0:100 \
+    "$B/sim-mpi/allreduce_sm" --bench -b 64K -e 64K -w 2 -i 30 -r 1 --timeout 1
+  want_status 0
+  ! grep -q "has not returned\|ending the job" "$f.err" || why+="the watchdog ended healthy work; "
+  want_out "65536"
+  end
+fi
+
+# Rank 1 stuck outside any watched call (a preloaded calloc that never
+# returns for the lesson's host buffer, tests/hooks/calloc_stall.c) while
+# rank 0 waits in a collective NCCL call: rank 1 is the one named.
+if mpi_cases "hang/mpi/allreduce_sm-rank-outside-any-call-blamed" &&
+  begin "hang/mpi/allreduce_sm-rank-outside-any-call-blamed"; then
+  need programs-sim-mpi hooks/calloc_stall.so
+  SIM_DIR=$TMPDIR run "${MPIRUN[@]}" -np 2 -x LD_PRELOAD="$B/hooks/calloc_stall.so" -x STALL_CALLOC_COUNT=12345 \
+    -x STALL_RANK=1 "$B/sim-mpi/allreduce_sm" -n 12345 --timeout 1
+  want_status 3
+  want_err "allreduce_sm: rank 0: in ncclCommWindowRegister("
+  want_err "allreduce_sm: rank 1: in no watched call (its last call ended "
+  want_err "allreduce_sm: rank 1 has been in no watched call for "
+  end
+fi
+
 # 64 ranks, rank 60 stuck: every rank's line is printed, whole, in order,
 # and the verdict names rank 60, whose call is the oldest (the others wait
 # for it).
