@@ -55,7 +55,7 @@ help:
 	@echo "make test-faults     the whole fault matrix (no GPU needed; minutes)"
 	@echo "make test-without-mpi  the suite with Open MPI hidden from PATH (MPI cases skipped)"
 	@echo "make test-under-load the suite beside a CPU hog of twice the cores (minutes more)"
-	@echo "make test-mutants    45 one-line bugs against the cases that should catch them (no GPU needed; minutes)"
+	@echo "make test-mutants    the one-line bugs of tests/mutants/mutants.txt against the cases that should catch them (no GPU needed; minutes)"
 	@echo "make run-examples    build and run each example once (needs a GPU; MPI=1: mpirun -np NP, default 2)"
 	@echo "make install         install to \$$(DESTDIR)\$$(PREFIX)/bin (default /usr/local)"
 	@echo "make clean           remove everything built"
