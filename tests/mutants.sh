@@ -21,8 +21,11 @@ LIST=$ROOT/tests/mutants/mutants.txt
 filter=${MUTANT_FILTER:-}
 
 # The scratch copy: the tracked files (or, outside git, every file but
-# build folders), its own build folder kept between runs.
+# build folders), its own build folders kept between runs. Everything else
+# of an earlier copy goes first: a file since removed or moved here (an
+# old source, an old suite) must not be built or run there.
 mkdir -p "$TREE"
+find "$TREE" -mindepth 1 \( -name build -prune \) -o \( -type f -print0 \) | xargs -0 -r rm -f
 if [ "$(git rev-parse --show-toplevel 2>/dev/null)" = "$(pwd -P)" ]; then
   git ls-files -z | (cd "$ROOT" && xargs -0 cp --parents -t "$TREE" 2>/dev/null)
   git ls-files --others --exclude-standard -z | (cd "$ROOT" && xargs -0 -r cp --parents -t "$TREE" 2>/dev/null)
