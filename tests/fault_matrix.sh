@@ -28,6 +28,9 @@ case $JOBS in
   '' | *[!0-9]* | 0) echo "fault_matrix.sh: invalid FAULT_JOBS='$JOBS': use a whole number from 1" >&2; exit 2 ;;
 esac
 export TMPDIR=$B/fault-tmp # its own: make test empties its logs folder
+# It exists before programs.sh's MPI check, whose mpirun makes its session
+# folder there.
+mkdir -p "$TMPDIR"
 
 . tests/lib/tap.sh
 . tests/lib/programs.sh
@@ -39,7 +42,7 @@ if [ -n "$LIST" ]; then
   exit 0
 fi
 
-rm -rf "$LOG" "$TMPDIR" && mkdir -p "$LOG" "$TMPDIR"
+rm -rf "$LOG" "$TMPDIR"/* && mkdir -p "$LOG" "$TMPDIR"
 echo "# ${#cells[@]} cells, $JOBS at a time; MPI: $([ $HAVE_MPI = 1 ] && echo yes || echo "no ($NO_MPI)")"
 why=""
 need programs-sim-pthread

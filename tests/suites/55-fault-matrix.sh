@@ -6,3 +6,16 @@
 mapfile -t cells < <(fault_subset_cells)
 fault_run_cells "${FAULT_JOBS:-$((4 * $(nproc)))}" "${cells[@]}"
 fault_every_call_injected faults/subset-injects-every-call
+
+# `make test-faults` on its own finds Open MPI where the suite does, and
+# runs an MPI cell (its MPI check once ran before its scratch folder
+# existed, and skipped every MPI cell).
+if mpi_cases "faults/test-faults-runs-mpi-cells" && begin "faults/test-faults-runs-mpi-cells"; then
+  need programs-sim-mpi programs-sim-pthread
+  TEST_FILTER='^faults/mpi/allreduce_sm/lesson/cudaSetDevice-fails-on-rank-0-of-1$' run bash tests/fault_matrix.sh
+  want_status 0
+  want_out "MPI: yes"
+  want_out "ok 1 - faults/mpi/allreduce_sm/lesson/cudaSetDevice-fails-on-rank-0-of-1"
+  want_out "1 passed, 0 failed, 0 skipped"
+  end
+fi
