@@ -9,7 +9,8 @@
 # Cells run FAULT_JOBS at a time (default: 2 per core; most of a cell is
 # waiting). Output is TAP like run_tests.sh's, in cell order, ending with
 # "N passed, N failed, N skipped"; exits 0 only if none failed.
-# Logs: tests/build/fault-logs/<cell>.{out,err}.
+# Logs: tests/build/fault-logs/<cell>.{out,err} (FAULT_LOGS=dir and
+# FAULT_TMP=dir put them and its scratch files elsewhere).
 #
 # TEST_FILTER=re   only the cells whose name matches (the coverage check
 #                  then counts only those)
@@ -19,7 +20,7 @@ cd "$(dirname "$0")/.." || exit 1
 . tests/lib/environment.sh
 ROOT=$PWD
 B=$ROOT/tests/build
-LOG=$B/fault-logs
+LOG=${FAULT_LOGS:-$B/fault-logs}
 TIMEOUT=${TEST_TIMEOUT:-60}
 FILTER=${TEST_FILTER:-}
 LIST=${TEST_LIST:-}
@@ -27,7 +28,7 @@ JOBS=${FAULT_JOBS:-$((2 * $(nproc)))}
 case $JOBS in
   '' | *[!0-9]* | 0) echo "fault_matrix.sh: invalid FAULT_JOBS='$JOBS': use a whole number from 1" >&2; exit 2 ;;
 esac
-export TMPDIR=$B/fault-tmp # its own: make test empties its logs folder
+export TMPDIR=${FAULT_TMP:-$B/fault-tmp} # its own: make test empties its logs folder
 # It exists before programs.sh's MPI check, whose mpirun makes its session
 # folder there.
 mkdir -p "$TMPDIR"

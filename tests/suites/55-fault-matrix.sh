@@ -12,7 +12,11 @@ fault_every_call_injected faults/subset-injects-every-call
 # existed, and skipped every MPI cell).
 if mpi_cases "faults/test-faults-runs-mpi-cells" && begin "faults/test-faults-runs-mpi-cells"; then
   need programs-sim-mpi programs-sim-pthread
-  TEST_FILTER='^faults/mpi/allreduce_sm/lesson/cudaSetDevice-fails-on-rank-0-of-1$' run bash tests/fault_matrix.sh
+  # (A whole script: its setup and builds take a minute on a loaded
+  # machine, hence the longer limit.)
+  # Its own logs and scratch folder: a `make test-faults` may be running.
+  TEST_FILTER='^faults/mpi/allreduce_sm/lesson/cudaSetDevice-fails-on-rank-0-of-1$' TIMEOUT=240 \
+    FAULT_LOGS=$TMPDIR/fault-logs FAULT_TMP=$TMPDIR/fault-tmp run bash tests/fault_matrix.sh
   want_status 0
   want_out "MPI: yes"
   want_out "ok 1 - faults/mpi/allreduce_sm/lesson/cudaSetDevice-fails-on-rank-0-of-1"
