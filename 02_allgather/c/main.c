@@ -23,7 +23,7 @@
 
 #if NCCL_VERSION_CODE < NCCL_VERSION(2, 28, 3)
 /* NCCL_CTA_POLICY_ZERO is new in NCCL 2.28's nccl.h; 2.28.3 is the first
- * 2.28 release, and what NCCL's own example asks for. */
+ * 2.28 release (pip index versions nvidia-nccl-cu13). */
 #error "nccl.h is older than 2.28.3: allgather_ce needs NCCL >= 2.28.3"
 #endif
 
