@@ -66,9 +66,8 @@ int child(const fact *f, int nranks)
     jobs[r].out.window = WIN_NONE;
   }
   int started = 0;
-  while (started < nranks &&
-         pthread_create(&threads[started], NULL, rank_main, &jobs[started]) ==
-             0)
+  while (started < nranks && pthread_create(&threads[started], NULL, rank_main,
+                                            &jobs[started]) == 0)
     started++;
   if (started < nranks) { /* the ranks started wait for it for ever */
     fprintf(stderr, "nccl_facts: could not start rank %d's thread\n", started);
@@ -88,8 +87,7 @@ int child(const fact *f, int nranks)
     printf("n/a\t-\t-\t-\t%s\n", o->na);
   else
     printf("%s\t%s\t%s\t%s\t%s%s\n", o->control_ok ? "ok" : "control failed",
-           ncclGetErrorString(o->result),
-           window_word(o->window),
+           ncclGetErrorString(o->result), window_word(o->window),
            o->last_error[0] ? o->last_error : "-",
            o->control_ok ? o->detail : o->control_why,
            differ ? " (other ranks differ)" : "");

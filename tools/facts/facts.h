@@ -76,6 +76,11 @@ void note(char *buf, size_t size, const char *fmt, ...)
 void record(outcome *o, ncclComm_t comm, ncclResult_t res, int window);
 /* ncclMemAlloc, or a note in the fact's detail that it failed. */
 int mem_alloc(void **buf, size_t size, outcome *o);
+/* ncclMemAlloc of size bytes into *buf (NULL if it failed), then its
+ * registration as a window into *win (NOT_WRITTEN until NCCL writes it);
+ * the first failure's result. */
+ncclResult_t alloc_and_register(ncclComm_t comm, size_t size, void **buf,
+                                ncclWindow_t *win);
 /* The control: a whole ncclMemAlloc buffer must get a window. */
 int control(ncclComm_t comm, outcome *o);
 

@@ -60,15 +60,24 @@ int mem_alloc(void **buf, size_t size, outcome *o)
   return 0;
 }
 
+ncclResult_t alloc_and_register(ncclComm_t comm, size_t size, void **buf,
+                                ncclWindow_t *win)
+{
+  *buf = NULL;
+  *win = NOT_WRITTEN;
+  ncclResult_t res = ncclMemAlloc(buf, size);
+  if (res == ncclSuccess)
+    res = ncclCommWindowRegister(comm, *buf, size, win,
+                                 NCCL_WIN_COLL_SYMMETRIC);
+  return res;
+}
+
 /* The control: a whole ncclMemAlloc buffer must get a window. */
 int control(ncclComm_t comm, outcome *o)
 {
   void *buf = NULL;
   ncclWindow_t win = NOT_WRITTEN;
-  ncclResult_t res = ncclMemAlloc(&buf, 4 * MIB);
-  if (res == ncclSuccess)
-    res = ncclCommWindowRegister(comm, buf, 4 * MIB, &win,
-                                 NCCL_WIN_COLL_SYMMETRIC);
+  ncclResult_t res = alloc_and_register(comm, 4 * MIB, &buf, &win);
   o->control_ok = res == ncclSuccess && held(win);
   if (!o->control_ok)
     note(o->control_why, sizeof o->control_why, "%s, window %s",

@@ -98,7 +98,8 @@ static int ask(const fact *f, int nranks, int nccl, int tsv, int limit)
     if (*p)
       *p++ = '\0';
   }
-  no_gpu |= strcmp(field[0], "n/a") == 0 && strncmp(field[4], "no GPU: ", 8) == 0;
+  no_gpu |=
+      strcmp(field[0], "n/a") == 0 && strncmp(field[4], "no GPU: ", 8) == 0;
   normal[index_of(f->id)] = strcmp(field[0], "ok") == 0 &&
                             (strcmp(f->id, "cta.config-zero") == 0
                                  ? strncmp(field[4], "copy engines", 12) == 0

@@ -12,7 +12,7 @@
 /* An AllGather of 1 MiB per rank in windows: what ran, as CUPTI saw it on
  * this rank (kernels or copies only). */
 void fact_what_ran(const fact *f, ncclComm_t comm, int rank, int nranks,
-                          outcome *o)
+                   outcome *o)
 {
   (void)f;
   control(comm, o);
@@ -66,7 +66,7 @@ void fact_what_ran(const fact *f, ncclComm_t comm, int rank, int nranks,
  * before the group ends (NCCL 2.30.7 makes registration a group task) and
  * after. */
 void fact_grouped(const fact *f, ncclComm_t comm, int rank, int nranks,
-                         outcome *o)
+                  outcome *o)
 {
   (void)f, (void)rank, (void)nranks;
   control(comm, o);
@@ -90,8 +90,8 @@ void fact_grouped(const fact *f, ncclComm_t comm, int rank, int nranks,
 /* Is the window the handle of an ordinary local registration? NCCL hands
  * back the same local registration for the same buffer, so compare it
  * with what ncclCommRegister gives. */
-void fact_local_handle(const fact *f, ncclComm_t comm, int rank,
-                              int nranks, outcome *o)
+void fact_local_handle(const fact *f, ncclComm_t comm, int rank, int nranks,
+                       outcome *o)
 {
   (void)f, (void)rank, (void)nranks;
   control(comm, o);
@@ -116,7 +116,7 @@ void fact_local_handle(const fact *f, ncclComm_t comm, int rank,
 /* ncclCommDestroy while a window is still registered, on a communicator
  * split off for it; the buffer is freed after. */
 void fact_destroy_registered(const fact *f, ncclComm_t comm, int rank,
-                                    int nranks, outcome *o)
+                             int nranks, outcome *o)
 {
   (void)f, (void)nranks;
   control(comm, o);
@@ -142,8 +142,8 @@ void fact_destroy_registered(const fact *f, ncclComm_t comm, int rank,
 
 /* A registration while the calling thread captures a CUDA graph (global
  * capture mode, cudaStreamBeginCapture's strictest). */
-void fact_graph_capture(const fact *f, ncclComm_t comm, int rank,
-                               int nranks, outcome *o)
+void fact_graph_capture(const fact *f, ncclComm_t comm, int rank, int nranks,
+                        outcome *o)
 {
   (void)f, (void)rank, (void)nranks;
   control(comm, o);

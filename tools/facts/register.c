@@ -8,22 +8,19 @@
 /* register.memalloc, and the facts that only change a variable: a whole
  * ncclMemAlloc buffer. */
 void fact_memalloc(const fact *f, ncclComm_t comm, int rank, int nranks,
-                          outcome *o)
+                   outcome *o)
 {
   (void)f, (void)rank, (void)nranks;
   void *buf = NULL;
   ncclWindow_t win = NOT_WRITTEN;
-  ncclResult_t res = ncclMemAlloc(&buf, 4 * MIB);
-  if (res == ncclSuccess)
-    res = ncclCommWindowRegister(comm, buf, 4 * MIB, &win,
-                                 NCCL_WIN_COLL_SYMMETRIC);
+  ncclResult_t res = alloc_and_register(comm, 4 * MIB, &buf, &win);
   record(o, comm, res, window_state(win));
   o->control_ok = 1; /* its control is register.memalloc run alone */
   release(comm, win, buf);
 }
 
-void fact_cudamalloc(const fact *f, ncclComm_t comm, int rank,
-                            int nranks, outcome *o)
+void fact_cudamalloc(const fact *f, ncclComm_t comm, int rank, int nranks,
+                     outcome *o)
 {
   (void)f, (void)rank, (void)nranks;
   control(comm, o);
@@ -42,8 +39,7 @@ void fact_cudamalloc(const fact *f, ncclComm_t comm, int rank,
 }
 
 /* A part of an ncclMemAlloc buffer: 256 bytes in, or the first half. */
-void fact_part(const fact *f, ncclComm_t comm, int rank, int nranks,
-                      outcome *o)
+void fact_part(const fact *f, ncclComm_t comm, int rank, int nranks, outcome *o)
 {
   (void)rank, (void)nranks;
   control(comm, o);
@@ -59,7 +55,7 @@ void fact_part(const fact *f, ncclComm_t comm, int rank, int nranks,
 }
 
 void fact_twice(const fact *f, ncclComm_t comm, int rank, int nranks,
-                       outcome *o)
+                outcome *o)
 {
   (void)f, (void)rank, (void)nranks;
   control(comm, o);
@@ -87,8 +83,8 @@ void fact_twice(const fact *f, ncclComm_t comm, int rank, int nranks,
 
 /* ncclMemFree while the buffer's window is registered; the communicator's
  * destruction then takes the window with it. */
-void fact_free_first(const fact *f, ncclComm_t comm, int rank,
-                            int nranks, outcome *o)
+void fact_free_first(const fact *f, ncclComm_t comm, int rank, int nranks,
+                     outcome *o)
 {
   (void)f, (void)rank, (void)nranks;
   control(comm, o);
@@ -104,8 +100,8 @@ void fact_free_first(const fact *f, ncclComm_t comm, int rank,
 
 /* Rank r registers (1 + r) MiB, then an AllReduce of 1024 floats runs in
  * those windows; verified. */
-void fact_sizes_differ(const fact *f, ncclComm_t comm, int rank,
-                              int nranks, outcome *o)
+void fact_sizes_differ(const fact *f, ncclComm_t comm, int rank, int nranks,
+                       outcome *o)
 {
   (void)f;
   control(comm, o);
@@ -132,8 +128,8 @@ void fact_sizes_differ(const fact *f, ncclComm_t comm, int rank,
     cudaError_t setup = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
     /* On the AllReduce's stream: a pageable copy may land late. */
     if (setup == cudaSuccess)
-      setup = cudaMemcpyAsync(send, host, sizeof host, cudaMemcpyHostToDevice,
-                              s);
+      setup =
+          cudaMemcpyAsync(send, host, sizeof host, cudaMemcpyHostToDevice, s);
     if (setup != cudaSuccess) {
       note(o->detail, sizeof o->detail, "setting up the AllReduce: %s",
            cudaGetErrorName(setup));
@@ -161,8 +157,7 @@ deregister:
 }
 
 /* Register and deregister one buffer LOOP_TIMES times: does it ever fail? */
-void fact_loop(const fact *f, ncclComm_t comm, int rank, int nranks,
-                      outcome *o)
+void fact_loop(const fact *f, ncclComm_t comm, int rank, int nranks, outcome *o)
 {
   (void)f, (void)rank, (void)nranks;
   control(comm, o);
@@ -190,4 +185,3 @@ void fact_loop(const fact *f, ncclComm_t comm, int rank, int nranks,
          LOOP_TIMES);
   ncclMemFree(buf);
 }
-
