@@ -184,6 +184,41 @@ for ex in 01_allreduce:allreduce_sm 02_allgather:allgather_ce; do
 done
 # tools/nccl_facts builds everywhere; without a GPU every fact says n/a and
 # why, and the probe exits 1 saying so. Its options are checked.
+# tools/libgaps.so (a measuring tool for GPU runs) wraps NCCL's two
+# collectives: every argument and the result must pass through unchanged.
+# A stand-in libnccl prints what it got; the expected lines come from the
+# arguments tests/unit/gaps_caller.c passes and nccl.h's values (ncclFloat
+# 7, ncclSum 0, ncclInt8 0; ncclInvalidUsage 5, ncclInProgress 7).
+if ! grep -qs cuptiActivityEnable "${CUDA_HOME:-/usr/local/cuda}/include/cupti_activity.h"; then
+  skip build/tools-gaps-forwards-nccl-calls "no CUPTI under ${CUDA_HOME:-/usr/local/cuda}"
+elif begin build/tools-gaps-forwards-nccl-calls; then
+  g=$B/tools-cpu/gaps && mkdir -p "$g"
+  inc=(${NCCL_HOME:+-I"$NCCL_HOME/include"} -idirafter "${CUDA_HOME:-/usr/local/cuda}/include")
+  run make --no-print-directory -s -C tools gaps GAPS_LIB="$g/libgaps.so"
+  want_status 0
+  cc -std=c11 -Wall -Werror "${inc[@]}" -fPIC -shared -o "$g/libfakenccl.so" tests/unit/gaps_fake_nccl.c &&
+    cc -std=c11 -Wall -Werror "${inc[@]}" -o "$g/caller" tests/unit/gaps_caller.c -L"$g" -Wl,-rpath,"$g" -lfakenccl ||
+    why+="the stand-in NCCL or its caller did not build; "
+  printf '%s\n' "nccl got AllReduce 0x1000 0x2000 12345 7 0 0x3000 0x4000" "AllReduce returned 5" \
+    "nccl got AllGather 0x5000 0x6000 678 0 0x7000 0x8000" "AllGather returned 7" >"$f.once"
+  cat "$f.once" "$f.once" "$f.once" >"$f.expected"
+  rm -f "$f.gaps"
+  GAPS_OUT=$f.gaps LD_PRELOAD=$g/libgaps.so run "$g/caller"
+  want_status 0
+  diff "$f.expected" "$f.out" >/dev/null || why+="with the wrapper, the calls' arguments or results changed: $(diff "$f.expected" "$f.out" | head -n 4 | tr '\n' ' '); "
+  grep -q "^gaps: AllReduce count 12345 comm 0x3000 send 0x1000 recv 0x2000: calls 3 (with GPU work 0)" "$f.gaps" ||
+    why+="GAPS_OUT has no line for the 3 AllReduce calls; "
+  grep -q "^gaps: AllGather count 678 comm 0x7000 send 0x5000 recv 0x6000: calls 3 " "$f.gaps" ||
+    why+="GAPS_OUT has no line for the 3 AllGather calls; "
+  if [ "$NGPUS" = 0 ]; then want_err "gaps: CUPTI could not be set up: no GPU work is measured"; fi
+  # control: without the wrapper the same output, and no report
+  rm -f "$f.gaps"
+  GAPS_OUT=$f.gaps "$g/caller" >"$f.plain" 2>&1
+  diff -q "$f.expected" "$f.plain" >/dev/null || why+="the caller's own output differs from the expected lines (control); "
+  [ ! -e "$f.gaps" ] || why+="a report was written without the wrapper (control); "
+  end
+fi
+
 if begin build/tools-nccl-facts; then
   run make --no-print-directory -s -C tools facts FACTS_BIN="$B/tools-cpu/nccl_facts"
   want_status 0
