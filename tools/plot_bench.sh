@@ -31,13 +31,16 @@ trap 'rm -rf "$tmp"' EXIT
 # $tmp/meta: program, ranks, bandwidth name, then one mode name per line.
 python3 - "$csv" "$tmp" <<'PYTHON' || exit 1
 import csv, math, sys
-# The headings --bench writes: today's (with in_l2), and the two before it
-# (docs/bench holds CSVs of those).
+# The headings --bench writes: today's (with cv_pct and the graph columns),
+# and the three before it (docs/bench holds CSVs of those).
 BEFORE = ("program,ranks,mode,size_bytes,count,time_us,algbw_GBps,busbw_GBps,roof_GBps,pct_roof,"
           "engine,kernels,copies,speedup_vs_plain,coll_slowdown_pct,gemm_slowdown_pct").split(",")
-TODAY = (BEFORE[:6] + ["spread_pct", "time_min_us", "time_max_us"] + BEFORE[6:9] + ["in_l2"]
-         + BEFORE[9:14] + ["speedup_in_noise"] + BEFORE[14:] + ["kernel_names"])
-HEADINGS = (TODAY, BEFORE + ["kernel_names"], BEFORE)
+SPREAD = (BEFORE[:6] + ["spread_pct", "time_min_us", "time_max_us"] + BEFORE[6:9] + ["in_l2"]
+          + BEFORE[9:14] + ["speedup_in_noise"] + BEFORE[14:] + ["kernel_names"])
+GRAPH = ["graph_time_us", "graph_spread_pct", "graph_cv_pct", "graph_time_min_us",
+         "graph_time_max_us", "graph_loops_us", "graph_engine"]
+TODAY = SPREAD[:7] + ["cv_pct"] + SPREAD[7:9] + ["loops_us"] + GRAPH + SPREAD[9:]
+HEADINGS = (TODAY, SPREAD, BEFORE + ["kernel_names"], BEFORE)
 path, out = sys.argv[1], sys.argv[2]
 def refuse(why):
     sys.exit(f"plot_bench.sh: {path}: {why}")
@@ -87,6 +90,21 @@ for n, row in enumerate(data, start=2):
         curves[mode].append((size, value, low, high))
         if "in_l2" in col and row[col["in_l2"]] == "L2":
             cached.append(curves[mode][-1][:2])
+        # --graph: the replayed loops as a curve of their own, the same
+        # bandwidth scaled by eager time / graph time.
+        if "graph_time_us" in col and row[col["graph_time_us"]] != "":
+            eager = number(row[col["time_us"]], "time_us", n)
+            replay = number(row[col["graph_time_us"]], "graph_time_us", n)
+            if replay > 0:
+                name = mode + " graph"
+                if name not in curves:
+                    modes.append(name)
+                    curves[name] = []
+                g = value * eager / replay
+                lo_t = number(row[col["graph_time_max_us"]], "graph_time_max_us", n)
+                hi_t = number(row[col["graph_time_min_us"]], "graph_time_min_us", n)
+                curves[name].append((size, g, value * eager / lo_t if lo_t > 0 else g,
+                                     value * eager / hi_t if hi_t > 0 else g))
     if mode == modes[0] and row[col["roof_GBps"]] != "":
         roof.append((size, number(row[col["roof_GBps"]], "roof_GBps", n)))
 for i, mode in enumerate(modes):

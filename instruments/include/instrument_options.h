@@ -19,6 +19,8 @@ typedef struct instrument_options {
   int repeat;                  /* -r: the -i operations in this many loops */
   const char *csv;             /* --csv FILE: rows also as CSV */
   int overlap;                 /* --overlap: SGEMM beside the collective */
+  int graph;                   /* --graph: also time loops replayed from a
+                                  CUDA graph */
 } instrument_options;
 
 #define BENCH_DEFAULT_MIN    ((size_t)1 << 10)

@@ -10,6 +10,10 @@ its row, as nccl-tests defines them (its doc/PERFORMANCE.md):
   count    = size_bytes / 4                AllReduce
            = size_bytes / 4 / n            AllGather (per rank)
   spread   = 100 (time_max - time_min) / time      (%)
+  loops    time, time_min, time_max: the median, fastest and slowest of the
+           loop times listed in loops_us; cv = 100 * sample standard
+           deviation / mean of those (%), empty for one loop
+  graph    the same four for graph_loops_us (--graph), or all empty
   %roof    = 100 * (n = 1 ? algbw : busbw * ranks per GPU) / roof
   L2       when every buffer the size touches on one GPU fits in the L2
            cache: ranks per GPU * (send + receive bytes) <= L2, or the
@@ -22,6 +26,7 @@ problem and exits 1 if there is any.
 """
 import argparse
 import csv
+import statistics
 import sys
 
 BUS = {"allreduce_sm": lambda n: 2 * (n - 1) / n, "allgather_ce": lambda n: (n - 1) / n}
@@ -33,6 +38,30 @@ def close(got, want, decimals=3):
     return abs(got - want) <= 0.6 * 10 ** -decimals + 2e-3 * abs(want)
 
 
+def loop_problems(r, prefix, where):
+    """The loop statistics of one row (prefix "" or "graph_") against the
+    loop times it lists."""
+    listed = r.get(prefix + "loops_us", "")
+    names = [prefix + n for n in ("time_us", "time_min_us", "time_max_us", "cv_pct")]
+    if listed == "":
+        if prefix and any(r.get(n, "") != "" for n in names):
+            return [f"{where}: {prefix}loops_us is empty but the {prefix} times are not"]
+        return []
+    times = [float(t) for t in listed.split(";")]
+    want = {names[0]: statistics.median(times), names[1]: min(times), names[2]: max(times),
+            names[3]: (100 * statistics.stdev(times) / statistics.mean(times)
+                       if len(times) > 1 else None)}
+    problems = []
+    for name, value in want.items():
+        got = r.get(name, "")
+        if value is None:
+            if got != "":
+                problems.append(f"{where}: {name} is {got}, the definition gives none (one loop)")
+        elif got == "" or not close(float(got), value, 2 if name.endswith("_pct") else 3):
+            problems.append(f"{where}: {name} is {got or 'empty'}, the definition gives {value:.4f}")
+    return problems
+
+
 def check(path, gpus, l2):
     problems = []
     rows = list(csv.DictReader(open(path, newline="")))
@@ -41,6 +70,7 @@ def check(path, gpus, l2):
         if r["mode"].endswith("+gemm") or not r["time_min_us"]:
             continue  # --overlap's rows: times beside an SGEMM, nothing derived
         where = f"{path}:{num} ({r['mode']}, {r['size_bytes']} B)"
+        problems += loop_problems(r, "", where) + loop_problems(r, "graph_", where)
         prog, n = r["program"], int(r["ranks"])
         size, t = int(r["size_bytes"]), float(r["time_us"])
         t_min, t_max = float(r["time_min_us"]), float(r["time_max_us"])

@@ -196,6 +196,26 @@ static int legacy_stream_on_shared_gpu(const rank_ctx *ctx)
   return 0;
 }
 
+/* A copy queued on a stream being captured into a CUDA graph: the
+ * simulation captures only NCCL collectives, and says so. */
+static int copy_in_capture(const rank_ctx *ctx)
+{
+  ncclComm_t comm = init_comm(ctx, ctx->rank);
+  void *buf;
+  cudaStream_t stream;
+  cudaGraph_t graph;
+  NCCLCHECK(ncclMemAlloc(&buf, BYTES));
+  CUDACHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  CUDACHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  CUDACHECK(cudaMemsetAsync(buf, 0, BYTES, stream));
+  CUDACHECK(cudaStreamEndCapture(stream, &graph));
+  CUDACHECK(cudaGraphDestroy(graph));
+  CUDACHECK(cudaStreamDestroy(stream));
+  NCCLCHECK(ncclMemFree(buf));
+  finish(comm);
+  return 0;
+}
+
 static const struct {
   const char *name;
   example_fn fn;
@@ -214,6 +234,7 @@ static const struct {
     {"unique-id", unbroadcast_id},
     {"window-inside-allocation", window_past_allocation},
     {"window-owner", deregister_on_other_comm},
+    {"graph-capture", copy_in_capture},
 };
 
 int main(int argc, char *argv[])

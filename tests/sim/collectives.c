@@ -39,6 +39,9 @@ ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
   const char *call = "ncclAllReduce";
   if (injected_failure(call))
     return ncclUnhandledCudaError;
+  sim_node node = {0, sendbuff, recvbuff, count, datatype, op, comm};
+  if (record_collective(stream, &node))
+    return ncclSuccess; /* runs when the graph is launched */
   stream_sync_point(stream, 0); /* after the stream's earlier work */
   if (datatype != ncclFloat || op != ncclSum) {
     snprintf(last_error, sizeof last_error,
@@ -80,6 +83,9 @@ ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff,
   const char *call = "ncclAllGather";
   if (injected_failure(call))
     return ncclUnhandledCudaError;
+  sim_node node = {1, sendbuff, recvbuff, sendcount, datatype, ncclSum, comm};
+  if (record_collective(stream, &node))
+    return ncclSuccess; /* runs when the graph is launched */
   stream_sync_point(stream, 0); /* after the stream's earlier work */
   if (datatype != ncclFloat) {
     snprintf(last_error, sizeof last_error, "ncclsim: only float is simulated");

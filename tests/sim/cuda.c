@@ -300,6 +300,7 @@ static cudaError_t copy(const char *call, void *dst, const void *src,
 {
   if (injected_failure(call))
     return cudaErrorInvalidValue;
+  refuse_in_capture(call, stream);
   pthread_mutex_lock(&lock);
   int dst_dev = find_alloc(dst, count) != NULL;
   int src_dev = find_alloc(src, count) != NULL;
@@ -358,6 +359,7 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count,
 static cudaError_t memset_device(void *ptr, int value, size_t count,
                                  cudaStream_t stream, int ptds_entry)
 {
+  refuse_in_capture("cudaMemsetAsync", stream);
   stream_sync_point(stream, ptds_entry);
   pthread_mutex_lock(&lock);
   int inside = find_alloc(ptr, count) != NULL;
@@ -394,6 +396,7 @@ cudaError_t cudaMemcpyPeerAsync(void *dst, int dst_device, const void *src,
   (void)dst_device;
   (void)src_device;
   check_shared_context("cudaMemcpyPeerAsync", stream);
+  refuse_in_capture("cudaMemcpyPeerAsync", stream);
   pthread_mutex_lock(&lock);
   int inside = find_alloc(dst, count) != NULL && find_alloc(src, count) != NULL;
   pthread_mutex_unlock(&lock);

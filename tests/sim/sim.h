@@ -64,7 +64,7 @@
  *   state.c       the process-wide state, settings, rule violations, leaks
  *   rendezvous.c  how ranks (threads or processes) meet through files
  *   cuda.c        CUDA: devices, memory, copies
- *   streams.c     CUDA: streams, events, cudaDeviceSynchronize
+ *   streams.c     CUDA: streams, events, graph capture, cudaDeviceSynchronize
  *   nccl.c        NCCL: versions, ids, communicators
  *   windows.c     ncclMemAlloc/ncclMemFree and symmetric windows
  *   collectives.c ncclAllReduce and ncclAllGather
@@ -122,6 +122,28 @@ struct CUstream_st {
   int device;
   int nonblocking; /* cudaStreamNonBlocking: no ordering with the legacy
                       default stream */
+  struct CUgraph_st *capture; /* being captured into this graph, or NULL */
+};
+
+/* One collective recorded while its stream was being captured. */
+typedef struct sim_node {
+  int allgather; /* 0: ncclAllReduce */
+  const void *send;
+  void *recv;
+  size_t count;
+  ncclDataType_t type;
+  ncclRedOp_t op;
+  ncclComm_t comm;
+} sim_node;
+
+/* A captured graph, and an instantiated one: the collectives in order. */
+struct CUgraph_st {
+  sim_node *nodes;
+  size_t n, capacity;
+};
+struct CUgraphExec_st {
+  sim_node *nodes;
+  size_t n;
 };
 
 struct CUevent_st {
@@ -206,6 +228,12 @@ void stream_sync_point(cudaStream_t stream, int ptds_entry);
 void land_queue(const void *key);
 /* cudaDeviceSynchronize and the freeing calls: every staged copy lands. */
 void land_all_copies(void);
+/* Graph capture (streams.c): while `stream` is being captured, work queued
+ * on it is recorded, not run, as CUDA does. record_collective returns 1
+ * when the collective was recorded; refuse_in_capture ends the program,
+ * naming `call`, for work the simulation does not capture. */
+int record_collective(cudaStream_t stream, const sim_node *node);
+void refuse_in_capture(const char *call, cudaStream_t stream);
 /* The rule for ranks that share a device's context: nothing may wait for
  * the whole device or the legacy default stream (stream NULL). */
 void check_shared_context(const char *call, cudaStream_t stream);

@@ -11,6 +11,19 @@
 cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream);
 cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream);
 
+/* 1 for a stream the program created, 0 for the special handles: 0 and
+ * cudaStreamLegacy (the legacy default stream), cudaStreamPerThread. */
+static int created(cudaStream_t stream)
+{
+  return stream != NULL && stream != cudaStreamLegacy &&
+         stream != cudaStreamPerThread;
+}
+
+static int capturing(cudaStream_t stream)
+{
+  return created(stream) && stream->capture != NULL;
+}
+
 /* Both creation calls end here, so that an injection names only the call
  * the program made. */
 static cudaError_t new_stream(cudaStream_t *stream, unsigned int flags)
@@ -47,6 +60,8 @@ cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream)
 {
   if (injected_failure("cudaStreamSynchronize"))
     return cudaErrorUnknown;
+  if (capturing(stream))
+    return cudaErrorStreamCaptureUnsupported;
   stream_sync_point(stream, 1);
   return cudaSuccess;
 }
@@ -55,6 +70,8 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream)
 {
   if (injected_failure("cudaStreamSynchronize"))
     return cudaErrorUnknown;
+  if (capturing(stream))
+    return cudaErrorStreamCaptureUnsupported;
   check_shared_context("cudaStreamSynchronize", stream);
   stream_sync_point(stream, 0);
   return cudaSuccess;
@@ -150,17 +167,54 @@ cudaError_t cudaEventDestroy(cudaEvent_t event)
   return cudaSuccess;
 }
 
-/* CUDA graph capture, as far as tools/nccl_facts uses it: a stream may be
- * captured, and the capture ends in a graph that is never launched. */
+/* CUDA graph capture. While a stream is being captured, what is queued on
+ * it is recorded into the graph and not run, as CUDA does: the collectives
+ * are recorded (collectives.c), and a launch of the instantiated graph runs
+ * them in order on the launch's stream, so a result read before the launch
+ * is the old one. Other work queued on a capturing stream (copies,
+ * memsets) is not simulated: it ends the program, naming the call.
+ * Synchronising a capturing stream fails, as in CUDA. */
 cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream,
                                         enum cudaStreamCaptureMode mode);
 cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *graph);
+cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t exec, cudaStream_t stream);
+
+int record_collective(cudaStream_t stream, const sim_node *node)
+{
+  if (!capturing(stream))
+    return 0;
+  struct CUgraph_st *g = stream->capture;
+  if (g->n == g->capacity) {
+    size_t more = g->capacity ? 2 * g->capacity : 16;
+    sim_node *grown = realloc(g->nodes, more * sizeof *grown);
+    if (grown == NULL)
+      violation(NULL, "graph-capture", "a collective",
+                "out of memory recording the graph");
+    g->nodes = grown;
+    g->capacity = more;
+  }
+  g->nodes[g->n++] = *node;
+  return 1;
+}
+
+void refuse_in_capture(const char *call, cudaStream_t stream)
+{
+  if (capturing(stream))
+    violation(NULL, "graph-capture", call,
+              "queued on a stream being captured: the simulation captures"
+              " only NCCL collectives");
+}
 
 cudaError_t cudaStreamBeginCapture(cudaStream_t stream,
                                    enum cudaStreamCaptureMode mode)
 {
   (void)mode;
-  return stream != NULL ? cudaSuccess : cudaErrorInvalidValue;
+  if (!created(stream)) /* the simulation captures created streams only */
+    return cudaErrorStreamCaptureUnsupported;
+  if (stream->capture != NULL)
+    return cudaErrorIllegalState;
+  stream->capture = calloc(1, sizeof *stream->capture);
+  return stream->capture != NULL ? cudaSuccess : cudaErrorMemoryAllocation;
 }
 
 cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream,
@@ -171,9 +225,11 @@ cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream,
 
 cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *graph)
 {
-  (void)stream;
-  *graph = malloc(1); /* stands for the graph; only destroyed */
-  return *graph != NULL ? cudaSuccess : cudaErrorMemoryAllocation;
+  if (!capturing(stream))
+    return cudaErrorIllegalState;
+  *graph = stream->capture;
+  stream->capture = NULL;
+  return cudaSuccess;
 }
 
 cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *graph)
@@ -183,6 +239,61 @@ cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *graph)
 
 cudaError_t cudaGraphDestroy(cudaGraph_t graph)
 {
+  if (graph == NULL)
+    return cudaErrorInvalidValue;
+  free(graph->nodes);
   free(graph);
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph,
+                                 unsigned long long flags)
+{
+  (void)flags;
+  if (graph == NULL)
+    return cudaErrorInvalidValue;
+  struct CUgraphExec_st *e = calloc(1, sizeof *e);
+  if (e != NULL)
+    e->nodes = malloc((graph->n ? graph->n : 1) * sizeof *e->nodes);
+  if (e == NULL || e->nodes == NULL) {
+    free(e);
+    return cudaErrorMemoryAllocation;
+  }
+  for (size_t i = 0; i < graph->n; i++)
+    e->nodes[i] = graph->nodes[i];
+  e->n = graph->n;
+  *exec = e;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream)
+{
+  if (exec == NULL)
+    return cudaErrorInvalidValue;
+  for (size_t i = 0; i < exec->n; i++) {
+    const sim_node *n = &exec->nodes[i];
+    ncclResult_t res =
+        n->allgather
+            ? ncclAllGather(n->send, n->recv, n->count, n->type, n->comm,
+                            stream)
+            : ncclAllReduce(n->send, n->recv, n->count, n->type, n->op,
+                            n->comm, stream);
+    if (res != ncclSuccess)
+      return cudaErrorLaunchFailure;
+  }
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t exec, cudaStream_t stream)
+{
+  return cudaGraphLaunch(exec, stream);
+}
+
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec)
+{
+  if (exec == NULL)
+    return cudaErrorInvalidValue;
+  free(exec->nodes);
+  free(exec);
   return cudaSuccess;
 }

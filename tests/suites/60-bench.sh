@@ -40,8 +40,10 @@ if begin bench/shared-gpu-l2-marking; then
   want_status 0
   python3 tests/lib/bench_oracle.py "$f.csv" --gpus 1 --l2 1572864 >"$f.oracle" 2>&1 ||
     why+="$(grep -v '^bench_oracle:' "$f.oracle" | head -n 2 | tr '\n' ' '); "
-  [ "$(awk -F, '$4 == 1048576 && $13 == "L2"' "$f.csv" | wc -l)" = 0 ] || why+="1 MiB marked L2; "
-  [ "$(awk -F, '$4 == 524288 && $13 == "L2"' "$f.csv" | wc -l)" -gt 0 ] || why+="512 KiB not marked L2; "
+  marked() { awk -F, -v size="$1" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+    $c["size_bytes"] == size && $c["in_l2"] == "L2"' "$f.csv" | wc -l; }
+  [ "$(marked 1048576)" = 0 ] || why+="1 MiB marked L2; "
+  [ "$(marked 524288)" -gt 0 ] || why+="512 KiB not marked L2; "
   no_violation
   end
 fi
@@ -273,6 +275,34 @@ assert all(r[0] == "a,b\"c\x27d" for r in rows[1:]), [r[0] for r in rows[1:]]
     want_err "option '--csv' only works with --bench"
     end
   fi
+  if begin "bench/options/$p --graph without --bench"; then
+    need real-programs-pthread
+    run "$B/real-pthread/$p" --graph
+    want_status 2
+    want_err "option '--graph' only works with --bench"
+    end
+  fi
+  # --graph: every loop also replayed from a CUDA graph. The simulation runs
+  # captured collectives only when the graph is launched (tests/sim), so a
+  # graph never launched leaves the poisoned result and fails the check.
+  for variant in sim-pthread sim-mpi; do
+    c="bench/$variant/$p-graph"
+    [[ $variant == *mpi ]] && { mpi_cases "$c" || continue; }
+    begin "$c" || continue
+    sim_run $variant $p 2 --bench -b 64K -e 256K -f 4 -w 1 -i 6 -r 3 --graph --csv "$f.csv"
+    want_status 0
+    want_out "Benchmark results verified correctly"
+    want_out "# graph(us): the same loops, each one launch of a CUDA graph of its operations"
+    grep -q "time(us) spr%  cv% graph(us)" "$f.out" || why+="no graph(us) column beside time(us); "
+    filled=$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+      $c["graph_time_us"] != "" && split($c["graph_loops_us"], l, ";") == 3 && $c["cv_pct"] != "" { n++ }
+      END { print n + 0 }' "$f.csv")
+    [ "$filled" = $((2 * $(nmodes_of $p))) ] || why+="$filled rows with 3 graph loops, wanted $((2 * $(nmodes_of $p))); "
+    python3 tests/lib/bench_oracle.py "$f.csv" --gpus 8 >"$f.oracle" 2>&1 ||
+      why+="$(grep -v '^bench_oracle:' "$f.oracle" | head -n 2 | tr '\n' ' '); "
+    no_violation
+    end
+  done
 done
 
 

@@ -14,6 +14,9 @@
  *                            one for the same buffer, until deregistered
  *   deferred registration    inside ncclGroupStart/End the handle is
  *                            written at the group's end
+ *   graph capture            a collective queued on a stream being captured
+ *                            runs only when the graph is launched, once per
+ *                            launch; synchronising that stream fails
  */
 #include <math.h>
 #include <stdint.h>
@@ -188,6 +191,52 @@ static void registration_waits_for_group_end(const char *version,
   unsetenv("SIM_NCCL_VERSION");
 }
 
+static void captured_work_runs_at_launch(void)
+{
+  ncclComm_t comm = one_rank_comm();
+  float *send = NULL, *recv = NULL, value = 5.0f, host = 0;
+  cudaStream_t stream;
+  cudaGraph_t graph = NULL;
+  cudaGraphExec_t exec = NULL;
+  EXPECT(ncclMemAlloc((void **)&send, sizeof value) == ncclSuccess);
+  EXPECT(ncclMemAlloc((void **)&recv, sizeof value) == ncclSuccess);
+  EXPECT(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) ==
+         cudaSuccess);
+  EXPECT(cudaMemcpyAsync(send, &value, sizeof value, cudaMemcpyHostToDevice,
+                         stream) == cudaSuccess);
+  EXPECT(cudaStreamSynchronize(stream) == cudaSuccess);
+
+  EXPECT(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) ==
+         cudaSuccess);
+  EXPECT(ncclAllReduce(send, recv, 1, ncclFloat, ncclSum, comm, stream) ==
+         ncclSuccess);
+  EXPECT(cudaStreamSynchronize(stream) == cudaErrorStreamCaptureUnsupported);
+  EXPECT(cudaStreamEndCapture(stream, &graph) == cudaSuccess);
+  EXPECT(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
+  /* Captured, not run: recv is still fresh memory. */
+  EXPECT(cudaMemcpy(&host, recv, sizeof host, cudaMemcpyDeviceToHost) ==
+         cudaSuccess);
+  EXPECT(isnan(host));
+  EXPECT(cudaGraphLaunch(exec, stream) == cudaSuccess);
+  EXPECT(cudaStreamSynchronize(stream) == cudaSuccess);
+  EXPECT(cudaMemcpy(&host, recv, sizeof host, cudaMemcpyDeviceToHost) ==
+         cudaSuccess);
+  EXPECT(host == 5.0f);
+  /* The legacy default stream cannot be captured; ending a capture that
+   * never began fails. */
+  EXPECT(cudaStreamBeginCapture(cudaStreamLegacy,
+                                cudaStreamCaptureModeThreadLocal) ==
+         cudaErrorStreamCaptureUnsupported);
+  cudaGraph_t none = NULL;
+  EXPECT(cudaStreamEndCapture(stream, &none) == cudaErrorIllegalState);
+  EXPECT(cudaGraphExecDestroy(exec) == cudaSuccess);
+  EXPECT(cudaGraphDestroy(graph) == cudaSuccess);
+  EXPECT(cudaStreamDestroy(stream) == cudaSuccess);
+  EXPECT(ncclMemFree(send) == ncclSuccess);
+  EXPECT(ncclMemFree(recv) == ncclSuccess);
+  done(comm);
+}
+
 int main(void)
 {
   fresh_memory_is_nan();
@@ -196,6 +245,7 @@ int main(void)
   local_registration_is_shared();
   registration_waits_for_group_end("22809", SENTINEL);
   registration_waits_for_group_end("23007", NULL);
+  captured_work_runs_at_launch();
   if (test_failures == 0)
     printf("test_sim: all passed\n");
   return test_failures == 0 ? 0 : 1;

@@ -81,16 +81,33 @@ typedef struct mode {
                         the sizes that do not fit in the L2 cache */
 } mode;
 
+/* The -r loops of one size and mode, timed one way (eager or graph): each
+ * loop's time per operation, its slowest rank's. */
+#define LOOPS_TEXT 256
+typedef struct loops {
+  double us;             /* the median loop's */
+  double us_min, us_max; /* the fastest and slowest loop's */
+  double cv;             /* 100 * sample standard deviation / mean (%);
+                            NaN for one loop */
+  char text[LOOPS_TEXT]; /* every loop's, ';'-separated, 3 decimals; empty
+                            when they do not fit */
+} loops;
+
 /* What one size and mode measured; on rank 0, the worst over all ranks. */
 typedef struct result {
   double us;              /* time per operation: the median loop's */
   double us_min, us_max;  /* the fastest and slowest loop's */
+  loops eager;            /* the same, with the coefficient of variation */
+  loops graph;            /* --graph: each loop replayed from a CUDA graph;
+                             NaN times without --graph */
+  char graph_engine[8];   /* --graph: what ran in a replay (as engine) */
   long kernels, copies;   /* most of any rank, per ATTRIBUTION_OPS operations;
                              -1: not known */
   char engine[8];         /* what ran on each rank: CE, SYM, SM, copy, none,
                              n/a, or mixed when the ranks differ (rank 0) */
   char kernel_names[160]; /* rank 0's kernels, or each rank's if mixed */
-  int wrong;              /* some rank's result was wrong */
+  int wrong;              /* some rank's result was wrong (eager) */
+  int wrong_graph;        /* --graph: some rank's replayed result was */
 } result;
 
 typedef struct bench {
@@ -141,6 +158,11 @@ double slowest(const rank_ctx *ctx, double value);
 double median_of(double *values, int n);
 /* (max - min) / median, as a percentage; 0 for a median of 0. */
 double spread_pct(double median, double min, double max);
+/* 100 * sample standard deviation / mean of n values; NaN for n < 2 or a
+ * mean of 0. */
+double cv_pct(const double *values, int n);
+/* The statistics of n loop times (the values are left sorted). */
+loops loops_of(double *us, int n);
 
 /* -------------------------------------------------------- roofline.c */
 
@@ -176,6 +198,11 @@ typedef struct row {
   char cache[4]; /* "L2": the size's buffers fit in the L2 cache */
   double us, us_min, us_max, spread; /* median loop, fastest, slowest, and
                                         (max - min) / median in % */
+  double cv;                         /* the loops' coefficient of variation */
+  char loops_us[LOOPS_TEXT];         /* every loop's time */
+  double graph_us, graph_us_min, graph_us_max, graph_spread, graph_cv;
+  char graph_loops_us[LOOPS_TEXT];
+  char graph_engine[8];
   double algbw, busbw, roof, pct;
   char engine[8];
   char kernel_names[160];

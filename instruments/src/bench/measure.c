@@ -3,6 +3,7 @@
 #include "bench_impl.h"
 
 #include "checks.h"
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,7 +56,8 @@ static void engine_word(const engine_work *w, int nranks, engine_seen *seen)
  * by CUPTI apart from the timed loop so that tracing does not change the
  * timing. Every rank classifies its own work; rank 0 says "mixed" when the
  * ranks differ. */
-static void attribute(bench *b, const mode *m, size_t count, result *res)
+static void attribute(bench *b, const mode *m, size_t count,
+                      cudaGraphExec_t graph, result *res)
 {
   const rank_ctx *ctx = b->ctx;
   engine_seen mine = {"n/a", ""};
@@ -64,8 +66,11 @@ static void attribute(bench *b, const mode *m, size_t count, result *res)
   if (b->engine_known && engine_probe_start()) {
     uint64_t t0 = engine_probe_now();
     coll_op op = {b, m, count};
-    for (int i = 0; i < ATTRIBUTION_OPS; i++)
-      collective_op(&op);
+    if (graph != NULL) /* a graph of ATTRIBUTION_OPS operations */
+      CUDACHECK(cudaGraphLaunch(graph, b->stream));
+    else
+      for (int i = 0; i < ATTRIBUTION_OPS; i++)
+        collective_op(&op);
     CUDACHECK(cudaStreamSynchronize(b->stream));
     uint64_t t1 = engine_probe_now();
     /* This rank's own work only: ranks sharing a GPU run on one device. */
@@ -101,33 +106,105 @@ static void attribute(bench *b, const mode *m, size_t count, result *res)
   }
 }
 
+/* A CUDA graph of n operations, captured on the bench's stream (ranks
+ * that are threads capture at once: thread-local capture mode). Windows
+ * were registered before, outside any capture. */
+typedef struct graph {
+  int n;
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+} graph;
+
+static graph capture(bench *b, const mode *m, size_t count, int n)
+{
+  graph g = {.n = n};
+  coll_op op = {b, m, count};
+  CUDACHECK(cudaStreamBeginCapture(b->stream, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < n; i++)
+    collective_op(&op);
+  CUDACHECK(cudaStreamEndCapture(b->stream, &g.graph));
+  CUDACHECK(cudaGraphInstantiate(&g.exec, g.graph, 0));
+  return g;
+}
+
+static void release(graph *g)
+{
+  if (g->n == 0)
+    return;
+  CUDACHECK(cudaGraphExecDestroy(g->exec));
+  CUDACHECK(cudaGraphDestroy(g->graph));
+  g->n = 0;
+}
+
+/* Collective: the -i operations as -r loops, each loop's time per
+ * operation on the slowest rank, into us[]. Eager: -w warm-up operations
+ * before the first loop, then each loop's operations launched one by one
+ * between two events. Graph: each loop is one launch of a graph of its
+ * operations (at most two graphs: the loops' counts differ by one at most),
+ * each graph replayed once untimed first. */
+static void time_loops(bench *b, const mode *m, size_t count, int replay,
+                       double *us)
+{
+  const int nloops = b->opts->repeat, iters = b->opts->iters;
+  coll_op op = {b, m, count};
+  graph graphs[2] = {{0}, {0}}; /* iters / nloops + 1, iters / nloops */
+  for (int k = 0; k < nloops; k++) {
+    int n = iters / nloops + (k < iters % nloops);
+    if (!replay) {
+      time_ops(b->stream, b->start, b->stop, k == 0 ? b->opts->warmup : 0, n,
+               collective_op, &op);
+    } else {
+      graph *g = &graphs[n == iters / nloops];
+      if (g->n == 0) {
+        *g = capture(b, m, count, n);
+        CUDACHECK(cudaGraphLaunch(g->exec, b->stream)); /* untimed */
+      }
+      CUDACHECK(cudaEventRecord(b->start, b->stream));
+      CUDACHECK(cudaGraphLaunch(g->exec, b->stream));
+      CUDACHECK(cudaEventRecord(b->stop, b->stream));
+    }
+    us[k] = slowest(b->ctx, time_per_op_us(b->start, b->stop, n));
+  }
+  release(&graphs[0]);
+  release(&graphs[1]);
+}
+
+/* Collective: sets every element of this rank's result to all ones (NaN),
+ * so that a result the collective did not write fails the check. */
+static void poison_result(bench *b, const mode *m, size_t count)
+{
+  size_t total = b->coll->result_count(count, b->ctx->nranks);
+  CUDACHECK(cudaMemsetAsync(m->recv, 0xff, total * sizeof(float), b->stream));
+}
+
 result measure(bench *b, const mode *m, size_t count)
 {
   const rank_ctx *ctx = b->ctx;
+  const int nloops = b->opts->repeat;
   result res = {0};
-  /* All ones: NaN, so a result the collective did not write fails. */
-  size_t total = b->coll->result_count(count, ctx->nranks);
-  CUDACHECK(cudaMemsetAsync(m->recv, 0xff, total * sizeof(float), b->stream));
-  coll_op op = {b, m, count};
-  /* The -i operations as -r loops (the first after the warm-up): the time
-   * is the median loop's, the spread that of all of them; each loop's time
-   * is its slowest rank's. */
-  const int loops = b->opts->repeat, iters = b->opts->iters;
-  double *us = host_calloc((size_t)loops, sizeof *us);
-  for (int k = 0; k < loops; k++) {
-    int n = iters / loops + (k < iters % loops);
-    time_ops(b->stream, b->start, b->stop, k == 0 ? b->opts->warmup : 0, n,
-             collective_op, &op);
-    us[k] = slowest(ctx, time_per_op_us(b->start, b->stop, n));
-  }
-  res.us = median_of(us, loops);
-  res.us_min = res.us_max = us[0];
-  for (int k = 1; k < loops; k++) {
-    res.us_min = us[k] < res.us_min ? us[k] : res.us_min;
-    res.us_max = us[k] > res.us_max ? us[k] : res.us_max;
+  double *us = host_calloc((size_t)nloops, sizeof *us);
+  poison_result(b, m, count);
+  time_loops(b, m, count, 0, us);
+  res.eager = loops_of(us, nloops);
+  res.us = res.eager.us;
+  res.us_min = res.eager.us_min;
+  res.us_max = res.eager.us_max;
+  res.wrong = all_ranks_max(ctx, result_is_wrong(b, m, count));
+  attribute(b, m, count, NULL, &res);
+
+  res.graph = (loops){NAN, NAN, NAN, NAN, ""};
+  if (b->opts->graph) {
+    poison_result(b, m, count); /* the check below sees the replays' */
+    time_loops(b, m, count, 1, us);
+    res.graph = loops_of(us, nloops);
+    res.wrong_graph = all_ranks_max(ctx, result_is_wrong(b, m, count));
+    /* which engine ran the replayed operations */
+    result seen = res;
+    graph g = capture(b, m, count, ATTRIBUTION_OPS);
+    attribute(b, m, count, g.exec, &seen);
+    release(&g);
+    snprintf(res.graph_engine, sizeof res.graph_engine, "%s", seen.engine);
   }
   free(us);
-  res.wrong = all_ranks_max(ctx, result_is_wrong(b, m, count));
-  attribute(b, m, count, &res);
   return res;
 }

@@ -18,9 +18,10 @@
 #include "requirements.h"
 
 /* Where a column appears in the table: once per line before the modes,
- * once per mode, once per mode except the baseline after all modes, or not
- * at all. Every column is in the CSV, in this list's order. */
-enum place { LINE, PER_MODE, PER_RATIO, CSV_ONLY };
+ * once per mode (GRAPH_MODE: only with --graph), once per mode except the
+ * baseline after all modes, or not at all. Every column is in the CSV, in
+ * this list's order. */
+enum place { LINE, PER_MODE, GRAPH_MODE, PER_RATIO, CSV_ONLY };
 /* What a cell holds: a row field (TEXT, a char array; SIZE; NUMBER, where
  * NaN is an empty CSV cell), or the program, the rank count or the mode's
  * name; RATIO is a NUMBER whose table cell starts with '~' when it is
@@ -47,8 +48,20 @@ static const column columns[] = {
     {"count", LINE, SIZE, F(count), "count", "%11s", "%11zu", "%zu"},
     {"time_us", PER_MODE, NUMBER, F(us), "time(us)", "%9s", "%9.2f", "%.3f"},
     {"spread_pct", PER_MODE, NUMBER, F(spread), "spr%", "%4s", "%4.0f", "%.2f"},
+    {"cv_pct", PER_MODE, NUMBER, F(cv), "cv%", "%4s", "%4.1f", "%.2f"},
     {"time_min_us", CSV_ONLY, NUMBER, F(us_min), "", "", "", "%.3f"},
     {"time_max_us", CSV_ONLY, NUMBER, F(us_max), "", "", "", "%.3f"},
+    {"loops_us", CSV_ONLY, TEXT, F(loops_us), "", "", "", "%s"},
+    {"graph_time_us", GRAPH_MODE, NUMBER, F(graph_us), "graph(us)", "%9s",
+     "%9.2f", "%.3f"},
+    {"graph_spread_pct", CSV_ONLY, NUMBER, F(graph_spread), "", "", "", "%.2f"},
+    {"graph_cv_pct", CSV_ONLY, NUMBER, F(graph_cv), "", "", "", "%.2f"},
+    {"graph_time_min_us", CSV_ONLY, NUMBER, F(graph_us_min), "", "", "",
+     "%.3f"},
+    {"graph_time_max_us", CSV_ONLY, NUMBER, F(graph_us_max), "", "", "",
+     "%.3f"},
+    {"graph_loops_us", CSV_ONLY, TEXT, F(graph_loops_us), "", "", "", "%s"},
+    {"graph_engine", CSV_ONLY, TEXT, F(graph_engine), "", "", "", "%s"},
     {"algbw_GBps", PER_MODE, NUMBER, F(algbw), "algbw", "%7s", "%7.1f", "%.3f"},
     {"busbw_GBps", PER_MODE, NUMBER, F(busbw), "busbw", "%7s", "%7.1f", "%.3f"},
     {"roof_GBps", LINE, NUMBER, F(roof), "roof", "%8s", "%8.1f", "%.3f"},
@@ -155,7 +168,8 @@ static void print_table_line(const bench *b, const row *rows)
   for (int m = 0; m < b->nmodes; m++) {
     sep = " | ";
     for (size_t c = 0; c < NCOLUMNS; c++)
-      if (columns[c].place == PER_MODE) {
+      if (columns[c].place == PER_MODE ||
+          (columns[c].place == GRAPH_MODE && b->opts->graph)) {
         text_add(l.text, sizeof l.text, "%s", sep);
         add_cell(&l, b, &columns[c], rows ? &rows[m] : NULL,
                  b->modes[m].spec->name, 0);
@@ -199,8 +213,14 @@ void report_header(bench *b)
              o->repeat);
   print_root(ctx,
              "# time(us): the median loop's time per operation; spr%%: (slowest"
-             " - fastest loop) / median; ~ before a ratio: the two modes'"
-             " loops overlap, so the ratio is inside the noise\n");
+             " - fastest loop) / median; cv%%: the loops' standard deviation"
+             " / mean; ~ before a ratio: the two modes' loops overlap, so the"
+             " ratio is inside the noise\n");
+  if (o->graph)
+    print_root(ctx,
+               "# graph(us): the same loops, each one launch of a CUDA graph"
+               " of its operations (captured once per size and mode, replayed"
+               " once untimed first): no host launch per operation\n");
   int loaded = 0;
   char have[32] = "unknown", built[32];
   ncclResult_t res;
@@ -268,6 +288,15 @@ void report_size(bench *b, size_t bytes, size_t count, double roof_us,
         .us_min = res[i].us_min,
         .us_max = res[i].us_max,
         .spread = spread_pct(res[i].us, res[i].us_min, res[i].us_max),
+        .cv = res[i].eager.cv,
+        .graph_us = res[i].graph.us,
+        .graph_us_min = res[i].graph.us_min,
+        .graph_us_max = res[i].graph.us_max,
+        .graph_spread = b->opts->graph ? spread_pct(res[i].graph.us,
+                                                    res[i].graph.us_min,
+                                                    res[i].graph.us_max)
+                                       : NAN,
+        .graph_cv = res[i].graph.cv,
         .algbw = algbw,
         .busbw = busbw,
         .roof = roof,
@@ -284,6 +313,12 @@ void report_size(bench *b, size_t bytes, size_t count, double roof_us,
     };
     snprintf(rows[i].cache, sizeof rows[i].cache, "%s", in_l2 ? "L2" : "");
     snprintf(rows[i].engine, sizeof rows[i].engine, "%s", res[i].engine);
+    snprintf(rows[i].graph_engine, sizeof rows[i].graph_engine, "%s",
+             res[i].graph_engine);
+    snprintf(rows[i].loops_us, sizeof rows[i].loops_us, "%s",
+             res[i].eager.text);
+    snprintf(rows[i].graph_loops_us, sizeof rows[i].graph_loops_us, "%s",
+             res[i].graph.text);
     snprintf(rows[i].kernel_names, sizeof rows[i].kernel_names, "%s",
              res[i].kernel_names);
   }

@@ -50,7 +50,11 @@ static int bench_size(bench *b, size_t bytes, size_t count)
     if (res[i].wrong && ctx->rank == 0)
       print_error("%s at %zu bytes: wrong result on at least one rank\n",
                   b->modes[i].spec->name, bytes);
-    wrong |= res[i].wrong;
+    if (res[i].wrong_graph && ctx->rank == 0)
+      print_error("%s at %zu bytes, replayed from a CUDA graph: wrong result"
+                  " on at least one rank\n",
+                  b->modes[i].spec->name, bytes);
+    wrong |= res[i].wrong || res[i].wrong_graph;
   }
   report_size(b, bytes, count, roof_us, res, rows);
   for (int i = 0; i < b->nmodes; i++)

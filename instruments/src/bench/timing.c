@@ -3,6 +3,8 @@
  * reported. The collective, the roofline copy and the SGEMM all use it. */
 #include "bench_impl.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -57,4 +59,36 @@ double median_of(double *values, int n)
 double spread_pct(double median, double min, double max)
 {
   return median > 0 ? 100 * (max - min) / median : 0;
+}
+
+double cv_pct(const double *values, int n)
+{
+  if (n < 2)
+    return NAN;
+  double sum = 0, squares = 0;
+  for (int i = 0; i < n; i++)
+    sum += values[i];
+  double mean = sum / n;
+  for (int i = 0; i < n; i++)
+    squares += (values[i] - mean) * (values[i] - mean);
+  return mean > 0 ? 100 * sqrt(squares / (n - 1)) / mean : NAN;
+}
+
+loops loops_of(double *us, int n)
+{
+  loops l = {.cv = cv_pct(us, n)};
+  size_t used = 0;
+  for (int k = 0; k < n; k++) { /* in the order they ran */
+    int w = snprintf(l.text + used, sizeof l.text - used, "%s%.3f",
+                     k ? ";" : "", us[k]);
+    if (w < 0 || (size_t)w >= sizeof l.text - used) {
+      l.text[0] = '\0'; /* all of them or none */
+      break;
+    }
+    used += (size_t)w;
+  }
+  l.us = median_of(us, n);
+  l.us_min = us[0];
+  l.us_max = us[n - 1];
+  return l;
 }
