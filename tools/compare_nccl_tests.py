@@ -14,8 +14,14 @@ Each tool runs --repeat times (default 2); a size's time is the median of
 its runs and its noise the larger of the two tools' spreads (max - min over
 median). The verdict says whether the two differ by more than that noise.
 
+With --graph N, each mode is compared launch-free too, as MODE-graph:
+this bench's --graph times (each loop one CUDA graph replay) against
+nccl-tests -G N (its -n operations captured into one graph, replayed N
+times: the first replay, which uploads the graph, is timed with the rest).
+
 Options: -b -e -f (sizes, as both tools take them), -w (warm-up), -n
 (timed iterations), --ranks N (threads: NTHREADS=N, nccl-tests -t N -g 1),
+--graph N (also compare graph replays, above),
 --repeat R, --timeout S (each run; a run that takes longer is reported as
 hung, and that tool's mode is not run again), --keep DIR (every run's
 output kept there), --theirs-args "ARGS" (more nccl-tests options, e.g.
@@ -47,7 +53,8 @@ def usage(why):
 
 
 def read_ours(path, in_l2):
-    """{mode: {size: time_us}} from this bench's CSV; adds to the set in_l2
+    """{mode: {size: time_us}} from this bench's CSV, and {MODE-graph:
+    {size: graph_time_us}} where it has graph times; adds to the set in_l2
     the sizes it marks as fitting in the L2 cache."""
     times = {}
     with open(path, newline="") as f:
@@ -56,6 +63,8 @@ def read_ours(path, in_l2):
                 times.setdefault(row["mode"], {})[int(row["size_bytes"])] = float(row["time_us"])
             except (KeyError, ValueError):
                 continue  # a row of another kind (the --overlap rows)
+            if row.get("graph_time_us"):
+                times.setdefault(row["mode"] + "-graph", {})[int(row["size_bytes"])] = float(row["graph_time_us"])
             if row.get("in_l2") == "L2":
                 in_l2.add(int(row["size_bytes"]))
     return times
@@ -121,10 +130,17 @@ def spread(values):
     return (max(values) - min(values)) / med if med > 0 else 0.0
 
 
-def table(program, ranks, mode, ours, theirs, failed, in_l2):
+def flags(mode, graphs):
+    """nccl-tests' flags for a mode (MODE-graph: the mode's, and -G)."""
+    if mode.endswith("-graph"):
+        return FLAGS[mode[:-len("-graph")]] + ["-G", graphs]
+    return FLAGS[mode]
+
+
+def table(program, ranks, mode, ours, theirs, failed, in_l2, graphs):
     """Prints one mode's table; returns the number of sizes compared.
     failed: {"this bench"/"nccl-tests": [why, ...]} for runs without a result."""
-    print(f"\n{program}, {ranks} rank(s), mode {mode} <-> nccl-tests {' '.join(FLAGS[mode])}")
+    print(f"\n{program}, {ranks} rank(s), mode {mode} <-> nccl-tests {' '.join(flags(mode, graphs))}")
     for tool, got in (("this bench", ours), ("nccl-tests", theirs)):
         whys = failed.get(tool, [])
         if whys:
@@ -154,7 +170,8 @@ def table(program, ranks, mode, ours, theirs, failed, in_l2):
 
 def main(argv):
     args = {"-b": "1M", "-e": "1G", "-f": "8", "-w": "5", "-n": "20", "--ranks": "1",
-            "--repeat": "2", "--timeout": "120", "--keep": "", "--theirs-args": "", "--ours-args": ""}
+            "--repeat": "2", "--timeout": "120", "--keep": "", "--theirs-args": "", "--ours-args": "",
+            "--graph": ""}
     ours_files, theirs_files, program = [], [], None
     i = 0
     while i < len(argv):
@@ -181,13 +198,17 @@ def main(argv):
     for key in ("--ranks", "--repeat", "--timeout"):
         if not args[key].isdigit() or int(args[key]) < 1:
             usage(f"{key} takes a whole number from 1, not '{args[key]}'")
+    graphs = args["--graph"]
+    if graphs and (not graphs.isdigit() or int(graphs) < 1):
+        usage(f"--graph takes a whole number from 1 (nccl-tests' -G), not '{graphs}'")
     ranks, repeat, limit, keep = int(args["--ranks"]), int(args["--repeat"]), int(args["--timeout"]), args["--keep"]
     if keep:
         os.makedirs(keep, exist_ok=True)
 
-    ours = {m: [] for m in MODES[name]}
-    theirs = {m: [] for m in MODES[name]}
-    failed = {m: {} for m in MODES[name]}  # mode -> tool -> [why, ...]
+    modes = MODES[name] + ([m + "-graph" for m in MODES[name]] if graphs else [])
+    ours = {m: [] for m in modes}
+    theirs = {m: [] for m in modes}
+    failed = {m: {} for m in modes}  # mode -> tool -> [why, ...]
     loaded = {}  # tool -> the NCCL versions its runs loaded
     in_l2 = set()  # sizes this bench marks as fitting in the L2 cache
     if ours_files or theirs_files:  # recorded outputs
@@ -197,7 +218,8 @@ def main(argv):
                     ours[mode].append(times)
         for mode, path in theirs_files:
             if mode not in theirs:
-                usage(f"--theirs {mode}: {name} has the modes {', '.join(MODES[name])}")
+                usage(f"--theirs {mode}: {name} has the modes {', '.join(modes)}"
+                      f"{'' if graphs else ' (MODE-graph with --graph)'}")
             with open(path) as f:
                 text = f.read()
             theirs[mode].append(read_theirs(text))
@@ -220,7 +242,7 @@ def main(argv):
             if out is None:
                 if why.startswith("hung"):
                     hung.add((tool, mode))
-                for m in ([mode] if mode else MODES[name]):
+                for m in ([mode] if mode else modes):
                     failed[m].setdefault(tool, []).append(why)
                 return None
             loaded.setdefault(tool, set()).add(loaded_nccl(out, ours=tool == "this bench") or "not said")
@@ -229,14 +251,14 @@ def main(argv):
         for k in range(1, repeat + 1):
             with tempfile.NamedTemporaryFile(suffix=".csv") as tmp:
                 cmd = [program, "--bench", *sizes, "-w", args["-w"], "-i", args["-n"], "--csv", tmp.name,
-                       *args["--ours-args"].split()]
+                       *(["--graph"] if graphs else []), *args["--ours-args"].split()]
                 if attempt("this bench", None, cmd, env, f"{name}-{k}.txt") is not None:
                     for mode, times in read_ours(tmp.name, in_l2).items():
                         if mode in ours:
                             ours[mode].append(times)
-            for mode in MODES[name]:
+            for mode in modes:
                 cmd = [binary, *sizes, "-w", args["-w"], "-n", args["-n"], "-t", str(ranks), "-g", "1",
-                       *FLAGS[mode], *args["--theirs-args"].split()]
+                       *flags(mode, graphs), *args["--theirs-args"].split()]
                 out = attempt("nccl-tests", mode, cmd, os.environ, f"{TESTS[name]}-{mode}-{k}.txt", read_theirs)
                 if out is not None:
                     theirs[mode].append(read_theirs(out))
@@ -244,7 +266,7 @@ def main(argv):
         print("NCCL loaded: " + "; ".join(f"{tool} {', '.join(sorted(v))}" for tool, v in sorted(loaded.items())))
     if in_l2:
         print("L2: this bench marks the size as fitting in the GPU's L2 cache (its times are the cache's)")
-    compared = sum(table(name, ranks, m, ours[m], theirs[m], failed[m], in_l2) for m in MODES[name])
+    compared = sum(table(name, ranks, m, ours[m], theirs[m], failed[m], in_l2, graphs) for m in modes)
     return 0 if compared else 1
 
 

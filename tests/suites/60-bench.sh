@@ -323,6 +323,23 @@ if begin "bench/compare-nccl-tests-recorded"; then
   ! grep -q overlap "$f.out" || why+="the overlap rows were read as a mode; "
   end
 fi
+# --graph: this bench's graph times against nccl-tests -G, as MODE-graph.
+# Expected, by hand from the invented numbers: medians 6.05 (6.000, 6.100)
+# and 6.10 (6.05, 6.15), ratio 0.99, noise max(0.1 / 6.05, 0.1 / 6.10) =
+# 1.7%: the same within the noise.
+if begin "bench/compare-nccl-tests-graph-recorded"; then
+  d=tests/data/compare
+  run python3 tools/compare_nccl_tests.py ./allreduce_sm --graph 10 --ours $d/ours-graph-1.csv \
+    --ours $d/ours-graph-2.csv --theirs sym-graph:$d/sym-graph-1.txt --theirs sym-graph:$d/sym-graph-2.txt
+  want_status 0
+  want_out "allreduce_sm, 1 rank(s), mode sym-graph <-> nccl-tests -R 2 -G 10"
+  want_out "     1048576 L2       6.05            6.10        0.99x    1.7%  the same within the noise"
+  want_out "allreduce_sm, 1 rank(s), mode plain-graph <-> nccl-tests -R 0 -G 10"
+  run python3 tools/compare_nccl_tests.py ./allreduce_sm --graph 0 --ours $d/ours-graph-1.csv
+  want_status 2
+  want_err "--graph takes a whole number from 1 (nccl-tests' -G), not '0'"
+  end
+fi
 # Its run path, with a stand-in nccl-tests whose copy-engine run hangs: the
 # simulated program and the other modes are compared, the hang is said.
 if begin "bench/compare-nccl-tests-run-one-hangs"; then
