@@ -24,7 +24,7 @@ Options: -b -e -f (sizes, as both tools take them), -w (warm-up), -n
 --graph N (also compare graph replays, above),
 --repeat R, --timeout S (each run; a run that takes longer is reported as
 hung, and that tool's mode is not run again), --keep DIR (every run's
-output kept there), --theirs-args "ARGS" (more nccl-tests options, e.g.
+output, and this bench's CSV, kept there), --theirs-args "ARGS" (more nccl-tests options, e.g.
 "-c 0"), --ours-args "ARGS" (more options for this bench, e.g. "-r 1").
 Both tools get the caller's environment (NCCL_* variables included), and
 the tables' heading names the NCCL each loaded.
@@ -37,6 +37,7 @@ Exit status: 0, or 2 for a usage error, 1 if nothing could be compared.
 import csv
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -253,6 +254,8 @@ def main(argv):
                 cmd = [program, "--bench", *sizes, "-w", args["-w"], "-i", args["-n"], "--csv", tmp.name,
                        *(["--graph"] if graphs else []), *args["--ours-args"].split()]
                 if attempt("this bench", None, cmd, env, f"{name}-{k}.txt") is not None:
+                    if keep:
+                        shutil.copyfile(tmp.name, os.path.join(keep, f"{name}-{k}.csv"))
                     for mode, times in read_ours(tmp.name, in_l2).items():
                         if mode in ours:
                             ours[mode].append(times)
