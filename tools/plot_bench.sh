@@ -38,7 +38,7 @@ BEFORE = ("program,ranks,mode,size_bytes,count,time_us,algbw_GBps,busbw_GBps,roo
 SPREAD = (BEFORE[:6] + ["spread_pct", "time_min_us", "time_max_us"] + BEFORE[6:9] + ["in_l2"]
           + BEFORE[9:14] + ["speedup_in_noise"] + BEFORE[14:] + ["kernel_names"])
 GRAPH = ["graph_time_us", "graph_spread_pct", "graph_cv_pct", "graph_time_min_us",
-         "graph_time_max_us", "graph_loops_us", "graph_engine"]
+         "graph_time_max_us", "graph_loops_us"]
 TODAY = SPREAD[:7] + ["cv_pct"] + SPREAD[7:9] + ["loops_us"] + GRAPH + SPREAD[9:]
 HEADINGS = (TODAY, SPREAD, BEFORE + ["kernel_names"], BEFORE)
 path, out = sys.argv[1], sys.argv[2]

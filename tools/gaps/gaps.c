@@ -7,11 +7,14 @@
  *
  * It wraps ncclAllReduce and ncclAllGather (the host time of each call:
  * NCCL's launch cost) and reads CUPTI's activity records of the kernels and
- * copies the GPU ran, each tied to the call that launched it through the
- * driver-API records of the calling thread. A CUDA graph replay
+ * copies the GPU ran, each tied to the call that launched it: the wrapper
+ * pushes an external correlation id (the call's number) around the call,
+ * and CUPTI ties it to every driver call made inside. A CUDA graph replay
  * (cuGraphLaunch) counts as one call of its own. At exit it appends to
  * FILE (stderr without GAPS_OUT) one line per kind of call (collective,
- * element count, communicator and buffers) with medians over its calls:
+ * element count, communicator and buffers; with GAPS_KEY=size, whether in
+ * place instead of the buffers, for a harness that moves its buffers from
+ * call to call) with medians over its calls:
  *
  *   host_us    the NCCL call's own time on the host
  *   period_us  from one call's start to the next one's, on the host
@@ -48,6 +51,7 @@
 
 /* One call: a wrapped NCCL collective or a graph replay. */
 typedef struct call {
+  uint64_t id;              /* 1, 2, ...: the external correlation id */
   int kind;                 /* index into kinds[] */
   uint32_t thread;          /* system thread id */
   uint64_t begin, end;      /* host, CUPTI clock (ns) */
@@ -64,7 +68,8 @@ typedef struct kind {
 typedef struct record {
   uint32_t correlation, thread;
   uint64_t start, end;
-  int work; /* 0: API call, 1: kernel, 2: copy, 3: a graph launch */
+  int work; /* 0: API call, 1: kernel, 2: copy, 3: a graph launch,
+               4: an external correlation (start holds the call's id) */
 } record;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -131,6 +136,10 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
     } else if (a->kind == CUPTI_ACTIVITY_KIND_MEMCPY2) {
       const CUpti_ActivityMemcpyPtoP4 *m = (const void *)a;
       keep((record){m->correlationId, 0, m->start, m->end, 2});
+    } else if (a->kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) {
+      const CUpti_ActivityExternalCorrelation *e = (const void *)a;
+      if (e->externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0)
+        keep((record){e->correlationId, 0, e->externalId, 0, 4});
     } else if (a->kind == CUPTI_ACTIVITY_KIND_DRIVER) {
       const CUpti_ActivityAPI *d = (const void *)a;
       int graph = d->cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch ||
@@ -147,7 +156,8 @@ __attribute__((constructor)) static void start(void)
 {
   static const CUpti_ActivityKind wanted[] = {
       CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-      CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_DRIVER};
+      CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_DRIVER,
+      CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
   int ok = cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM) ==
                CUPTI_SUCCESS &&
            cuptiActivityRegisterCallbacks(buffer_requested,
@@ -190,24 +200,6 @@ static double mean(const double *v, size_t n)
   return n ? sum / n : -1;
 }
 
-/* The call of `thread` whose host time holds t, or -1 (calls sorted). */
-static long call_at(uint32_t thread, uint64_t t)
-{
-  size_t lo = 0, hi = ncalls;
-  while (lo < hi) { /* first call after (thread, t) */
-    size_t mid = (lo + hi) / 2;
-    const call *c = &calls[mid];
-    if (c->thread < thread || (c->thread == thread && c->begin <= t))
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  if (lo == 0)
-    return -1;
-  const call *c = &calls[lo - 1];
-  return c->thread == thread && t <= c->end ? (long)(lo - 1) : -1;
-}
-
 static void report(void)
 {
   if (cupti_ok)
@@ -224,23 +216,34 @@ static void report(void)
       graph_kind = (int)nkinds++;
     }
     if (graph_kind >= 0 &&
-        grow((void **)&calls, &calls_cap, ncalls, sizeof *calls))
-      calls[ncalls++] = (call){graph_kind, records[i].thread,
-                               records[i].start, records[i].end, UINT64_MAX,
-                               0, 0, 0, 0};
+        grow((void **)&calls, &calls_cap, ncalls, sizeof *calls)) {
+      calls[ncalls] = (call){ncalls + 1, graph_kind, records[i].thread,
+                             records[i].start, records[i].end, UINT64_MAX,
+                             0, 0, 0, 0};
+      records[i].start = ++ncalls; /* its kernels belong to this call */
+    }
   }
+  size_t nids = ncalls;
   qsort(calls, ncalls, sizeof *calls, by_thread_then_begin);
-  /* correlation id -> call + 1, from the API records inside each call. */
+  long *at = calloc(nids + 1, sizeof *at); /* call id -> index + 1 */
+  for (size_t i = 0; at && i < ncalls; i++)
+    at[calls[i].id] = (long)i + 1;
+  /* correlation id -> call index + 1: the external correlation records
+   * name the call of each driver call made inside a wrapped one; a graph
+   * launch is its own call. */
   uint32_t max_corr = 0;
   for (size_t i = 0; i < nrecords; i++)
     if (records[i].correlation > max_corr)
       max_corr = records[i].correlation;
   long *owner = calloc((size_t)max_corr + 1, sizeof *owner);
   size_t unowned = 0;
-  for (size_t i = 0; owner && i < nrecords; i++)
-    if (records[i].work == 0 || records[i].work == 3)
-      owner[records[i].correlation] =
-          call_at(records[i].thread, records[i].start) + 1;
+  for (size_t i = 0; owner && at && i < nrecords; i++)
+    if ((records[i].work == 3 || records[i].work == 4) &&
+        records[i].start >= 1 && records[i].start <= nids)
+      owner[records[i].correlation] = at[records[i].start];
+  if (at == NULL)
+    free(owner), owner = NULL;
+  free(at);
   for (size_t i = 0; owner && i < nrecords; i++) {
     const record *r = &records[i];
     if (r->work != 1 && r->work != 2)
@@ -320,8 +323,13 @@ static int kind_of(const char *name, size_t count, const void *send,
                    const void *recv, ncclComm_t comm)
 {
   char text[160];
-  snprintf(text, sizeof text, "%s count %zu comm %p send %p recv %p", name,
-           count, (void *)comm, send, recv);
+  const char *key = getenv("GAPS_KEY");
+  if (key && strcmp(key, "size") == 0)
+    snprintf(text, sizeof text, "%s count %zu comm %p %s", name, count,
+             (void *)comm, send == recv ? "in place" : "out of place");
+  else
+    snprintf(text, sizeof text, "%s count %zu comm %p send %p recv %p", name,
+             count, (void *)comm, send, recv);
   for (size_t i = 0; i < nkinds; i++)
     if (strcmp(kinds[i].text, text) == 0)
       return (int)i;
@@ -331,10 +339,12 @@ static int kind_of(const char *name, size_t count, const void *send,
   return (int)nkinds++;
 }
 
-static void note(const char *name, size_t count, const void *send,
-                 const void *recv, ncclComm_t comm, uint64_t begin)
+/* Before a wrapped call: its number (its external correlation id), pushed
+ * for the calling thread; 0 if it could not be kept. */
+static uint64_t call_begin(const char *name, size_t count, const void *send,
+                           const void *recv, ncclComm_t comm)
 {
-  uint64_t end = now();
+  uint64_t begin = now(), id = 0;
   uint32_t thread = (uint32_t)syscall(SYS_gettid);
   pthread_mutex_lock(&lock);
   if (!exit_registered) { /* after CUDA's own exit handlers: runs before them */
@@ -344,9 +354,27 @@ static void note(const char *name, size_t count, const void *send,
                       " measured, only the NCCL calls' host times\n");
   }
   int k = kind_of(name, count, send, recv, comm);
-  if (k >= 0 && grow((void **)&calls, &calls_cap, ncalls, sizeof *calls))
-    calls[ncalls++] =
-        (call){k, thread, begin, end, UINT64_MAX, 0, 0, 0, 0};
+  if (k >= 0 && grow((void **)&calls, &calls_cap, ncalls, sizeof *calls)) {
+    id = ncalls + 1;
+    calls[ncalls++] = (call){id, k, thread, begin, 0, UINT64_MAX, 0, 0, 0, 0};
+  }
+  pthread_mutex_unlock(&lock);
+  if (id && cupti_ok)
+    cuptiActivityPushExternalCorrelationId(
+        CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id);
+  return id;
+}
+
+static void call_end(uint64_t id)
+{
+  uint64_t last = 0;
+  if (id && cupti_ok)
+    cuptiActivityPopExternalCorrelationId(
+        CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
+  uint64_t end = now();
+  pthread_mutex_lock(&lock);
+  if (id)
+    calls[id - 1].end = end;
   pthread_mutex_unlock(&lock);
 }
 
@@ -358,9 +386,9 @@ ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count,
                               ncclRedOp_t, ncclComm_t, cudaStream_t);
   if (real == NULL)
     *(void **)&real = dlsym(RTLD_NEXT, "ncclAllReduce");
-  uint64_t begin = now();
+  uint64_t id = call_begin("AllReduce", count, send, recv, comm);
   ncclResult_t res = real(send, recv, count, type, op, comm, stream);
-  note("AllReduce", count, send, recv, comm, begin);
+  call_end(id);
   return res;
 }
 
@@ -372,8 +400,8 @@ ncclResult_t ncclAllGather(const void *send, void *recv, size_t count,
                               ncclComm_t, cudaStream_t);
   if (real == NULL)
     *(void **)&real = dlsym(RTLD_NEXT, "ncclAllGather");
-  uint64_t begin = now();
+  uint64_t id = call_begin("AllGather", count, send, recv, comm);
   ncclResult_t res = real(send, recv, count, type, comm, stream);
-  note("AllGather", count, send, recv, comm, begin);
+  call_end(id);
   return res;
 }

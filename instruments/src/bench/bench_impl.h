@@ -100,7 +100,6 @@ typedef struct result {
   loops eager;            /* the same, with the coefficient of variation */
   loops graph;            /* --graph: each loop replayed from a CUDA graph;
                              NaN times without --graph */
-  char graph_engine[8];   /* --graph: what ran in a replay (as engine) */
   long kernels, copies;   /* most of any rank, per ATTRIBUTION_OPS operations;
                              -1: not known */
   char engine[8];         /* what ran on each rank: CE, SYM, SM, copy, none,
@@ -202,7 +201,6 @@ typedef struct row {
   char loops_us[LOOPS_TEXT];         /* every loop's time */
   double graph_us, graph_us_min, graph_us_max, graph_spread, graph_cv;
   char graph_loops_us[LOOPS_TEXT];
-  char graph_engine[8];
   double algbw, busbw, roof, pct;
   char engine[8];
   char kernel_names[160];

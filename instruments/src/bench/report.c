@@ -61,7 +61,6 @@ static const column columns[] = {
     {"graph_time_max_us", CSV_ONLY, NUMBER, F(graph_us_max), "", "", "",
      "%.3f"},
     {"graph_loops_us", CSV_ONLY, TEXT, F(graph_loops_us), "", "", "", "%s"},
-    {"graph_engine", CSV_ONLY, TEXT, F(graph_engine), "", "", "", "%s"},
     {"algbw_GBps", PER_MODE, NUMBER, F(algbw), "algbw", "%7s", "%7.1f", "%.3f"},
     {"busbw_GBps", PER_MODE, NUMBER, F(busbw), "busbw", "%7s", "%7.1f", "%.3f"},
     {"roof_GBps", LINE, NUMBER, F(roof), "roof", "%8s", "%8.1f", "%.3f"},
@@ -313,8 +312,6 @@ void report_size(bench *b, size_t bytes, size_t count, double roof_us,
     };
     snprintf(rows[i].cache, sizeof rows[i].cache, "%s", in_l2 ? "L2" : "");
     snprintf(rows[i].engine, sizeof rows[i].engine, "%s", res[i].engine);
-    snprintf(rows[i].graph_engine, sizeof rows[i].graph_engine, "%s",
-             res[i].graph_engine);
     snprintf(rows[i].loops_us, sizeof rows[i].loops_us, "%s",
              res[i].eager.text);
     snprintf(rows[i].graph_loops_us, sizeof rows[i].graph_loops_us, "%s",
