@@ -176,8 +176,13 @@ double roofline_us(const bench *b, size_t bytes);
 
 /* --------------------------------------------------------- measure.c */
 
-/* Collective: times, verifies and attributes one size and mode. */
+/* Collective: times and verifies one size and mode. */
 result measure(bench *b, const mode *m, size_t count);
+/* Collective: which engine ran a few more operations of that size and mode
+ * (CUPTI), into res's engine, kernels, copies and kernel_names. Called
+ * only once every size was timed: CUPTI, once started, slows every later
+ * launch. */
+void attribute(bench *b, const mode *m, size_t count, result *res);
 
 /* One collective of `count` elements per rank in mode m, as a bench_op. */
 typedef struct coll_op {

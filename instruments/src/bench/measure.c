@@ -53,10 +53,10 @@ static void engine_word(const engine_work *w, int nranks, engine_seen *seen)
 }
 
 /* Collective: what each rank's work was in a few more operations, watched
- * by CUPTI apart from the timed loop so that tracing does not change the
- * timing. Every rank classifies its own work; rank 0 says "mixed" when the
- * ranks differ. */
-static void attribute(bench *b, const mode *m, size_t count, result *res)
+ * by CUPTI after every size was timed (run.c), so that tracing does not
+ * change the timing. Every rank classifies its own work; rank 0 says
+ * "mixed" when the ranks differ. */
+void attribute(bench *b, const mode *m, size_t count, result *res)
 {
   const rank_ctx *ctx = b->ctx;
   engine_seen mine = {"n/a", ""};
@@ -137,7 +137,8 @@ static void release(graph *g)
  * before the first loop, then each loop's operations launched one by one
  * between two events. Graph: each loop is one launch of a graph of its
  * operations (at most two graphs: the loops' counts differ by one at most),
- * each graph replayed once untimed first. */
+ * each graph replayed once untimed first. Either way one untimed operation
+ * is queued before each loop's start event. */
 static void time_loops(bench *b, const mode *m, size_t count, int replay,
                        double *us)
 {
@@ -146,15 +147,20 @@ static void time_loops(bench *b, const mode *m, size_t count, int replay,
   graph graphs[2] = {{0}, {0}}; /* iters / nloops + 1, iters / nloops */
   for (int k = 0; k < nloops; k++) {
     int n = iters / nloops + (k < iters % nloops);
+    /* Each loop starts behind one untimed operation (after the warm-up,
+     * for the first), so that the GPU is busy when the start event is
+     * recorded: the host's latency to launch the first timed operation
+     * onto an idle GPU is not counted, once per loop. */
+    int untimed = k == 0 ? b->opts->warmup + 1 : 1;
     if (!replay) {
-      time_ops(b->stream, b->start, b->stop, k == 0 ? b->opts->warmup : 0, n,
-               collective_op, &op);
+      time_ops(b->stream, b->start, b->stop, untimed, n, collective_op, &op);
     } else {
       graph *g = &graphs[n == iters / nloops];
       if (g->n == 0) {
         *g = capture(b, m, count, n);
         CUDACHECK(cudaGraphLaunch(g->exec, b->stream)); /* untimed */
       }
+      collective_op(&op); /* untimed, as above */
       CUDACHECK(cudaEventRecord(b->start, b->stream));
       CUDACHECK(cudaGraphLaunch(g->exec, b->stream));
       CUDACHECK(cudaEventRecord(b->stop, b->stream));
@@ -186,7 +192,6 @@ result measure(bench *b, const mode *m, size_t count)
   res.us_min = res.eager.us_min;
   res.us_max = res.eager.us_max;
   res.wrong = all_ranks_max(ctx, result_is_wrong(b, m, count));
-  attribute(b, m, count, &res);
 
   res.graph = (loops){NAN, NAN, NAN, NAN, ""};
   if (b->opts->graph) {

@@ -35,31 +35,50 @@ static void track_peak(mode *m, const row *r, int nranks)
   }
 }
 
-/* Collective: one size in every mode. Returns 1 if a result was wrong. */
-static int bench_size(bench *b, size_t bytes, size_t count)
+/* One size of the sweep: what every mode measured. */
+typedef struct size_run {
+  size_t bytes, count;
+  double roof_us;
+  result res[MAX_MODES];
+} size_run;
+
+/* Collective: times one size in every mode. Returns 1 if a result was
+ * wrong. */
+static int time_size(bench *b, size_run *s)
 {
   const rank_ctx *ctx = b->ctx;
-  double roof_us = roofline_us(b, bytes);
+  s->roof_us = roofline_us(b, s->bytes);
   all_ranks_max(ctx, 0); /* the others wait here, not on the GPU */
-  result res[MAX_MODES];
-  row rows[MAX_MODES];
   int wrong = 0;
   for (int i = 0; i < b->nmodes; i++) {
-    res[i] = measure(b, &b->modes[i], count);
-    b->modes[i].max_us = res[i].us;
-    if (res[i].wrong && ctx->rank == 0)
+    result *res = &s->res[i];
+    *res = measure(b, &b->modes[i], s->count);
+    b->modes[i].max_us = res->us;
+    if (res->wrong && ctx->rank == 0)
       print_error("%s at %zu bytes: wrong result on at least one rank\n",
-                  b->modes[i].spec->name, bytes);
-    if (res[i].wrong_graph && ctx->rank == 0)
+                  b->modes[i].spec->name, s->bytes);
+    if (res->wrong_graph && ctx->rank == 0)
       print_error("%s at %zu bytes, replayed from a CUDA graph: wrong result"
                   " on at least one rank\n",
-                  b->modes[i].spec->name, bytes);
-    wrong |= res[i].wrong || res[i].wrong_graph;
+                  b->modes[i].spec->name, s->bytes);
+    wrong |= res->wrong || res->wrong_graph;
   }
-  report_size(b, bytes, count, roof_us, res, rows);
-  for (int i = 0; i < b->nmodes; i++)
-    track_peak(&b->modes[i], &rows[i], ctx->nranks);
   return wrong;
+}
+
+/* Collective: which engine ran each size and mode, then the table lines. */
+static void report_sizes(bench *b, size_run *runs, int nruns)
+{
+  for (int k = 0; k < nruns; k++)
+    for (int i = 0; i < b->nmodes; i++)
+      attribute(b, &b->modes[i], runs[k].count, &runs[k].res[i]);
+  for (int k = 0; k < nruns; k++) {
+    row rows[MAX_MODES];
+    report_size(b, runs[k].bytes, runs[k].count, runs[k].roof_us, runs[k].res,
+                rows);
+    for (int i = 0; i < b->nmodes; i++)
+      track_peak(&b->modes[i], &rows[i], b->ctx->nranks);
+  }
 }
 
 static void print_summary(const bench *b)
@@ -120,24 +139,31 @@ int run_bench(const rank_ctx *ctx, enum example_collective collective)
   b.host = host_calloc(max_result, sizeof(float));
   roofline_alloc(&b, max_result * sizeof(float));
   modes_setup(&b);
-  b.engine_known = engine_probe_start();
-  if (b.engine_known)
-    engine_probe_stop();
 
   report_header(&b);
-  int wrong = 0;
+  /* Every size is timed first, and only then watched by CUPTI (which
+   * engine ran it): timing never runs in a process where CUPTI started. */
+  int wrong = 0, nruns = 0;
+  /* at most 63 sizes: -f is at least 2 and a size fits in 64 bits */
+  size_run *runs = host_calloc(64, sizeof *runs);
   size_t last_bytes = 0, last_count = 0;
   for (size_t size = o->min_bytes; size <= o->max_bytes;) {
     size_t count = b.coll->count_for(size, ctx->nranks);
-    if (count > 0) {
+    if (count > 0 && nruns < 64) {
       last_bytes = b.coll->result_count(count, ctx->nranks) * sizeof(float);
       last_count = count;
-      wrong |= bench_size(&b, last_bytes, count);
+      runs[nruns] = (size_run){.bytes = last_bytes, .count = count};
+      wrong |= time_size(&b, &runs[nruns++]);
     }
     if (size > o->max_bytes / o->factor)
       break;
     size *= o->factor;
   }
+  b.engine_known = engine_probe_start();
+  if (b.engine_known)
+    engine_probe_stop();
+  report_sizes(&b, runs, nruns);
+  free(runs);
   if (last_count == 0)
     print_root(ctx, "# no size from -b to -e holds one float per rank\n");
   print_summary(&b);
