@@ -30,6 +30,11 @@
  *
  * CUPTI records every driver call while it is loaded, which adds host time
  * to each launch: compare harnesses with it, not with their own times.
+ *
+ * On one H200 (NCCL 2.30.7, CUDA 13.0, driver 580.159.04) the host times
+ * were measured, but no kernel or copy record was tied to a call: the GPU
+ * columns then read "not measured", and the last line says how many
+ * records were left untied.
  * A value of -1 means no call had one. A measuring tool beside the suite;
  * without a GPU (or CUPTI) it says so and gives host times only. Not part
  * of the lessons. Built by `make -C tools gaps`.
@@ -297,16 +302,19 @@ static void report(void)
         }
     }
     size_t with_work = n[2];
-    fprintf(out,
-            "gaps: %s: calls %zu (with GPU work %zu): host_us %.2f period_us"
-            " %.2f (mean %.2f) gpu_us %.2f busy_us %.2f gap_us %.2f (mean"
-            " %.2f) lag_us %.2f kernels/call %.2f copies/call %.2f\n",
+    fprintf(out, "gaps: %s: calls %zu (with GPU work %zu): host_us %.2f"
+                 " period_us %.2f (mean %.2f)",
             kinds[k].text, n[0], with_work, median(v[0], n[0]),
-            median(v[1], n[1]), mean(v[1], n[1]), median(v[2], n[2]),
-            median(v[3], n[3]), median(v[4], n[4]), mean(v[4], n[4]),
-            median(v[5], n[5]),
-            with_work ? kernels / with_work : 0,
-            with_work ? copies / with_work : 0);
+            median(v[1], n[1]), mean(v[1], n[1]));
+    if (with_work == 0)
+      fprintf(out, "; GPU side not measured\n");
+    else
+      fprintf(out,
+              " gpu_us %.2f busy_us %.2f gap_us %.2f (mean %.2f) lag_us %.2f"
+              " kernels/call %.2f copies/call %.2f\n",
+              median(v[2], n[2]), median(v[3], n[3]), median(v[4], n[4]),
+              mean(v[4], n[4]), median(v[5], n[5]), kernels / with_work,
+              copies / with_work);
   }
   fprintf(out, "gaps: %zu kernels or copies tied to no call; %zu records\n",
           unowned, nrecords);
