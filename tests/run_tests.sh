@@ -21,8 +21,8 @@
 #                   the suite from inside the suite uses its own)
 # TEST_MPI=1        run the MPI cases even if the check before them finds
 #                   that Open MPI cannot connect 2 local ranks here
-# TEST_LANES=1      a whole run in one lane (default 2: two groups of suites
-#                   at once)
+# TEST_LANES=1      a whole run in one lane (default 3: three groups of
+#                   suites at once)
 #
 # The suite starts from a known environment: tests/lib/environment.sh
 # clears what the caller exported that would change a verdict.
@@ -80,27 +80,35 @@ run_suite() { # FILE: runs its cases, then says how long it took
   fi
 }
 
-# A whole run takes two lanes at once (most cases wait on processes, timers
-# or builds of their own): the suites of the second lane run in the
-# background, their TAP lines kept and numbered after the first lane's. The
-# check over the whole run's logs (99-coverage.sh) comes last. Everything both
-# lanes `need` was built above.
-SECOND_LANE=" 12-mpi-settings.sh 40-output.sh 50-faults.sh 52-unkind.sh 55-fault-matrix.sh 60-bench.sh 70-shared-gpu.sh 80-rules.sh 91-python.sh "
+# A whole run takes three lanes at once (most cases wait on processes,
+# timers or builds of their own): the suites of the second and third lanes
+# run in the background, their TAP lines kept and numbered after the first
+# lane's. The fault suites share the census (tests/lib/faults.sh), so they
+# keep to one lane. The check over the whole run's logs (99-coverage.sh)
+# comes last. Everything the lanes `need` was built above.
+SECOND_LANE=" 12-mpi-settings.sh 20-unit.sh 30-options.sh 40-output.sh 52-unkind.sh 60-bench.sh 70-shared-gpu.sh 80-rules.sh 91-python.sh 97-checks.sh "
+THIRD_LANE=" 11-seam.sh 50-faults.sh 55-fault-matrix.sh "
 LAST=" 99-coverage.sh "
-if [ -z "$LIST" ] && [ -z "$FILTER" ] && [ "${TEST_LANES:-2}" = 2 ]; then
+background_lane() { # NAME "SUITES": runs them in the background, TAP to LOG/NAME.tap
   (
-    number=0 passed=0 failed=0 skipped=0 lane="second lane" total=""
+    number=0 passed=0 failed=0 skipped=0 lane="$1 lane" total=""
     for suite in tests/suites/*.sh; do
-      [[ $SECOND_LANE == *" ${suite##*/} "* ]] && run_suite "$suite"
+      [[ $2 == *" ${suite##*/} "* ]] && run_suite "$suite"
     done
-  ) >"$LOG/second-lane.tap" 2>&1 </dev/null &
+  ) >"$LOG/$1-lane.tap" 2>&1 </dev/null &
+}
+if [ -z "$LIST" ] && [ -z "$FILTER" ] && [ "${TEST_LANES:-3}" = 3 ]; then
+  background_lane second "$SECOND_LANE"
   second_lane=$!
+  background_lane third "$THIRD_LANE"
+  third_lane=$!
   whole=$total lane="first lane" total=""
   for suite in tests/suites/*.sh; do
-    [[ $SECOND_LANE$LAST == *" ${suite##*/} "* ]] || run_suite "$suite"
+    [[ $SECOND_LANE$THIRD_LANE$LAST == *" ${suite##*/} "* ]] || run_suite "$suite"
   done
-  wait "$second_lane"
+  wait "$second_lane" "$third_lane"
   replay_tap "$LOG/second-lane.tap"
+  replay_tap "$LOG/third-lane.tap"
   lane="" total=$whole
   for suite in tests/suites/*.sh; do
     [[ $LAST == *" ${suite##*/} "* ]] && run_suite "$suite"
