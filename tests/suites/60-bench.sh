@@ -59,10 +59,14 @@ if command -v gnuplot >/dev/null; then
   done
   # What was plotted, against the definitions: with one rank the bus
   # bandwidth is 0 by definition, so the curves are algbw = size / time;
-  # with two, busbw (AllReduce: 2(n-1)/n algbw).
+  # with two, busbw (AllReduce: 2(n-1)/n algbw). Sizes of 1 and 4 MiB, so
+  # that the bandwidths stay well above the CSV's 0.001 GB/s rounding even
+  # when a loaded machine slows the simulation down.
   for n in 1 2; do
     if begin "bench/plot/allreduce_sm-$n-rank-curves"; then
-      csv="$LOG/bench_sim-pthread_allreduce_sm-$n.csv"
+      csv=$f.csv
+      sim_run sim-pthread allreduce_sm $n --bench -b 1M -e 4M -f 4 -w 0 -i 1 -r 1 --csv "$csv"
+      want_status 0
       PLOT_DATA_DIR=$f.data run tools/plot_bench.sh "$csv" "$f.png"
       want_status 0
       python3 - "$csv" "$f.data" "$n" >"$f.check" 2>&1 <<'PY' || why+="$(head -n 2 "$f.check" | tr '\n' ' '); "
