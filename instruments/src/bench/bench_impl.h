@@ -129,6 +129,12 @@ typedef struct bench {
   size_t l2_bytes;           /* L2 cache of rank 0's GPU */
   int ranks_per_gpu;         /* ranks on rank 0's GPU: 1, or more sharing it */
   void *roof_src, *roof_dst; /* its buffers, at the largest size */
+  /* --overlap's results: 0 GEMMs when not measured; per mode the
+   * collective's time per operation beside the GEMMs (us), then the GEMM
+   * loop's time alone and beside the collective (ms), slowest rank */
+  int overlap_gemms;
+  size_t overlap_bytes, overlap_count;
+  double overlap[MAX_MODES][3];
 } bench;
 
 /* ----------------------------------------------------------- modes.c */
@@ -235,7 +241,10 @@ int report_csv_close(bench *b);
 
 /* --------------------------------------------------------- overlap.c */
 
-/* Collective: --overlap at the largest size. */
+/* Collective: --overlap at the largest size, timed with the sweep (before
+ * CUPTI starts) into b->overlap*. */
 void measure_overlap(bench *b, size_t bytes, size_t count);
+/* Its lines under the table, and its CSV rows (rank 0 prints). */
+void report_overlap(bench *b);
 
 #endif

@@ -88,14 +88,9 @@ void measure_overlap(bench *b, size_t bytes, size_t count)
   double ratio = gemm_us > 0 ? coll_loop_us / gemm_us : 1;
   int gemms = !(ratio >= 1) ? 1 : ratio > 1000 ? 1000 : (int)(ratio + 0.5);
   gemms = all_ranks_max(ctx, gemms);
-
-  print_root(ctx,
-             "# overlap at %zu B: %d operations beside %d x SGEMM %dx%dx%d"
-             " on a second stream (slowest rank)\n",
-             bytes, iters, gemms, GEMM_N, GEMM_N, GEMM_N);
-  print_root(ctx, "# %5s %14s %16s %10s %13s %16s %10s\n", "mode",
-             "coll alone(us)", "coll w/ GEMM(us)", "coll +%", "GEMM alone(ms)",
-             "GEMM w/ coll(ms)", "GEMM +%");
+  b->overlap_gemms = gemms;
+  b->overlap_bytes = bytes;
+  b->overlap_count = count;
   for (int i = 0; i < b->nmodes; i++) {
     const mode *m = &b->modes[i];
     time_ops(g.stream, g.start, g.stop, 0, gemms, gemm_op, &g);
@@ -108,9 +103,31 @@ void measure_overlap(bench *b, size_t bytes, size_t count)
     double coll_with = time_per_op_us(b->start, b->stop, iters);
     double gemm_with = time_per_op_us(g.start, g.stop, gemms) * gemms / 1e3;
 
-    double coll_alone_us = m->max_us;
-    double coll_with_us = slowest(ctx, coll_with);
-    double g_alone = slowest(ctx, gemm_alone), g_with = slowest(ctx, gemm_with);
+    b->overlap[i][0] = slowest(ctx, coll_with);
+    b->overlap[i][1] = slowest(ctx, gemm_alone);
+    b->overlap[i][2] = slowest(ctx, gemm_with);
+  }
+  all_ranks_max(ctx, 0); /* cudaFree may wait for the whole (shared) GPU */
+  gemm_teardown(&g);
+}
+
+void report_overlap(bench *b)
+{
+  const rank_ctx *ctx = b->ctx;
+  if (b->overlap_gemms == 0)
+    return;
+  print_root(ctx,
+             "# overlap at %zu B: %d operations beside %d x SGEMM %dx%dx%d"
+             " on a second stream (slowest rank)\n",
+             b->overlap_bytes, b->opts->iters, b->overlap_gemms, GEMM_N,
+             GEMM_N, GEMM_N);
+  print_root(ctx, "# %5s %14s %16s %10s %13s %16s %10s\n", "mode",
+             "coll alone(us)", "coll w/ GEMM(us)", "coll +%", "GEMM alone(ms)",
+             "GEMM w/ coll(ms)", "GEMM +%");
+  for (int i = 0; i < b->nmodes; i++) {
+    const mode *m = &b->modes[i];
+    double coll_alone_us = m->max_us, coll_with_us = b->overlap[i][0];
+    double g_alone = b->overlap[i][1], g_with = b->overlap[i][2];
     double coll_slow = 100 * (coll_with_us / coll_alone_us - 1);
     double gemm_slow = 100 * (g_with / g_alone - 1);
     print_root(ctx, "# %5s %14.2f %16.2f %10.1f %13.3f %16.3f %10.1f\n",
@@ -119,8 +136,8 @@ void measure_overlap(bench *b, size_t bytes, size_t count)
     char name[32];
     snprintf(name, sizeof name, "%s+gemm", m->spec->name);
     row r = {.mode = name,
-             .bytes = bytes,
-             .count = count,
+             .bytes = b->overlap_bytes,
+             .count = b->overlap_count,
              .us = coll_with_us,
              .us_min = NAN,
              .us_max = NAN,
@@ -144,14 +161,17 @@ void measure_overlap(bench *b, size_t bytes, size_t count)
     if (ctx->rank == 0 && b->csv)
       report_csv_line(b, &r);
   }
-  all_ranks_max(ctx, 0); /* cudaFree may wait for the whole (shared) GPU */
-  gemm_teardown(&g);
 }
 #else
 void measure_overlap(bench *b, size_t bytes, size_t count)
 {
+  (void)b;
   (void)bytes;
   (void)count;
+}
+
+void report_overlap(bench *b)
+{
   print_root(b->ctx, "# --overlap: this build has no cuBLAS (HAVE_CUBLAS=0)\n");
 }
 #endif

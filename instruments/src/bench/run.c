@@ -159,6 +159,8 @@ int run_bench(const rank_ctx *ctx, enum example_collective collective)
       break;
     size *= o->factor;
   }
+  if (o->overlap && last_count > 0)
+    measure_overlap(&b, last_bytes, last_count);
   b.engine_known = engine_probe_start();
   if (b.engine_known)
     engine_probe_stop();
@@ -168,7 +170,7 @@ int run_bench(const rank_ctx *ctx, enum example_collective collective)
     print_root(ctx, "# no size from -b to -e holds one float per rank\n");
   print_summary(&b);
   if (o->overlap && last_count > 0)
-    measure_overlap(&b, last_bytes, last_count);
+    report_overlap(&b);
 
   modes_teardown(&b);
   all_ranks_max(ctx, 0); /* every rank's collectives are done: free safely */
