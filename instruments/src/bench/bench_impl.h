@@ -95,9 +95,7 @@ typedef struct loops {
 
 /* What one size and mode measured; on rank 0, the worst over all ranks. */
 typedef struct result {
-  double us;              /* time per operation: the median loop's */
-  double us_min, us_max;  /* the fastest and slowest loop's */
-  loops eager;            /* the same, with the coefficient of variation */
+  loops eager;            /* the -r loops, each operation launched alone */
   loops graph;            /* --graph: each loop replayed from a CUDA graph;
                              NaN times without --graph */
   long kernels, copies;   /* most of any rank, per ATTRIBUTION_OPS operations;

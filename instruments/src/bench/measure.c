@@ -188,9 +188,6 @@ result measure(bench *b, const mode *m, size_t count)
   poison_result(b, m, count);
   time_loops(b, m, count, 0, us);
   res.eager = loops_of(us, nloops);
-  res.us = res.eager.us;
-  res.us_min = res.eager.us_min;
-  res.us_max = res.eager.us_max;
   res.wrong = all_ranks_max(ctx, result_is_wrong(b, m, count));
 
   res.graph = (loops){NAN, NAN, NAN, NAN, ""};

@@ -277,24 +277,25 @@ void report_size(bench *b, size_t bytes, size_t count, double roof_us,
                     2 * bytes <= b->l2_bytes;
   const result *base = &res[b->nmodes - 1];
   for (int i = 0; i < b->nmodes; i++) {
-    double algbw = bytes / res[i].us / 1e3;
+    double algbw = bytes / res[i].eager.us / 1e3;
     double busbw = algbw * b->coll->bus_factor(n);
     rows[i] = (row){
         .mode = b->modes[i].spec->name,
         .bytes = bytes,
         .count = count,
-        .us = res[i].us,
-        .us_min = res[i].us_min,
-        .us_max = res[i].us_max,
-        .spread = spread_pct(res[i].us, res[i].us_min, res[i].us_max),
+        .us = res[i].eager.us,
+        .us_min = res[i].eager.us_min,
+        .us_max = res[i].eager.us_max,
+        .spread = spread_pct(res[i].eager.us, res[i].eager.us_min,
+                             res[i].eager.us_max),
         .cv = res[i].eager.cv,
         .graph_us = res[i].graph.us,
         .graph_us_min = res[i].graph.us_min,
         .graph_us_max = res[i].graph.us_max,
-        .graph_spread = b->opts->graph ? spread_pct(res[i].graph.us,
-                                                    res[i].graph.us_min,
-                                                    res[i].graph.us_max)
-                                       : NAN,
+        .graph_spread = b->opts->graph
+                            ? spread_pct(res[i].graph.us, res[i].graph.us_min,
+                                         res[i].graph.us_max)
+                            : NAN,
         .graph_cv = res[i].graph.cv,
         .algbw = algbw,
         .busbw = busbw,
@@ -304,9 +305,9 @@ void report_size(bench *b, size_t bytes, size_t count, double roof_us,
                    : 0,
         .kernels = (double)res[i].kernels,
         .copies = (double)res[i].copies,
-        .speedup = base->us / res[i].us,
-        .in_noise =
-            res[i].us_min <= base->us_max && base->us_min <= res[i].us_max,
+        .speedup = base->eager.us / res[i].eager.us,
+        .in_noise = res[i].eager.us_min <= base->eager.us_max &&
+                    base->eager.us_min <= res[i].eager.us_max,
         .coll_slowdown = NAN,
         .gemm_slowdown = NAN,
     };

@@ -53,7 +53,7 @@ static int time_size(bench *b, size_run *s)
   for (int i = 0; i < b->nmodes; i++) {
     result *res = &s->res[i];
     *res = measure(b, &b->modes[i], s->count);
-    b->modes[i].max_us = res->us;
+    b->modes[i].max_us = res->eager.us;
     if (res->wrong && ctx->rank == 0)
       print_error("%s at %zu bytes: wrong result on at least one rank\n",
                   b->modes[i].spec->name, s->bytes);
