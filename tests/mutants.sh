@@ -8,6 +8,10 @@
 # occurs exactly once fails the run, so the list stays current.
 #
 #   MUTANT_FILTER=re   only the mutants whose name matches
+#   tests/mutants.sh --lines [LIST]  only checks, in seconds, that each
+#                      mutant's line occurs exactly once in its file (make
+#                      test runs it, so that the list cannot rot unseen);
+#                      exits 1 naming each one that does not
 #
 # Prints a table (mutant, verdict, the case that killed it) and the kill
 # rate; exits 0 only if every mutant applied and at least 90% of those run
@@ -15,6 +19,29 @@
 set -u
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
+
+if [ "${1:-}" = --lines ]; then
+  python3 - "${2:-tests/mutants/mutants.txt}" <<'PY'
+import sys
+stale = 0
+for block in open(sys.argv[1]).read().split("\n\n"):
+    f = dict(line.partition(": ")[::2] for line in block.split("\n")
+             if line and not line.startswith("#"))
+    if "name" not in f:
+        continue
+    try:
+        count = open(f["file"]).read().split("\n").count(f["from"])
+    except OSError:
+        count = 0
+    if count != 1:
+        stale += 1
+        print(f"mutants: {f['name']}: its line occurs {count} times in {f['file']}:"
+              f" {f['from'].strip()}")
+print(f"mutants: {stale} stale" if stale else "mutants: every line occurs once")
+sys.exit(1 if stale else 0)
+PY
+  exit
+fi
 WORK=$ROOT/tests/build/mutants
 TREE=$WORK/tree
 LIST=$ROOT/tests/mutants/mutants.txt

@@ -9,16 +9,21 @@
 
 #include <stddef.h>
 
-/* What rank `rank`'s thread of this process is doing: returns 1 and the
- * innermost call in progress with how long it has run (ms), 2 the same
- * for a wait for the other ranks (watch_begin_wait), 3 for an NCCL call
- * that all ranks make together (a collective, communicator init, window
- * registration: it may be waiting for another rank), 0 if that rank is in
- * no call (*ms: since its last call ended), -1 if no thread of this
- * process runs it. call_text gets "CALL (file:line)"; *idle_ms how long
- * since the rank's last call ended (a rank that ends calls progresses). */
+/* What rank `rank`'s thread of this process is doing (verdict.h's
+ * states): CALL_OWN and the innermost call in progress with how long it
+ * has run (ms); CALL_WAIT the same for a wait for the other ranks (a
+ * transport's collective, watch_begin_wait; or a wait for the GPU, such as
+ * cudaStreamSynchronize, while NCCL collectives this rank queued since its
+ * last such wait may not have run: NCCL returns once they are queued, and
+ * their kernels wait for every rank); CALL_NCCL for an NCCL call that all
+ * ranks make together (a collective, communicator init, window
+ * registration: it may be waiting for another rank); CALL_NONE if that
+ * rank is in no call (*ms: since its last call ended); CALL_GONE if no
+ * thread of this process runs it. call_text gets "CALL (file:line)";
+ * *idle_ms how long since the rank's last call ended (a rank that ends
+ * calls progresses); *seq how many calls all ranks make it has begun. */
 int call_in_progress(int rank, char *call_text, size_t size, double *ms,
-                     double *idle_ms);
+                     double *idle_ms, unsigned long *seq);
 
 /* Milliseconds on the monotonic clock (a clock step does not move it). */
 double monotonic_ms(void);

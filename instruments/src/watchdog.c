@@ -36,13 +36,14 @@ static int first, count = 1, setting_up = 1;
 static int look_at(int rank, rank_view *v, char *call, size_t size)
 {
   *v = (rank_view){.rank = rank};
-  v->state = call_in_progress(rank, call, size, &v->ms, &v->idle_ms);
+  v->state =
+      call_in_progress(rank, call, size, &v->ms, &v->idle_ms, &v->seq);
   return v->state;
 }
 
-/* This process's ranks, one line each. A line is "RANK STATE MS IDLE\t"
- * (read back by the reporting process) then the words printed. Returns malloc'd
- * text, or NULL without memory. */
+/* This process's ranks, one line each. A line is "RANK STATE MS IDLE
+ * SEQ\t" (read back by the reporting process, read_view) then the words
+ * printed. Returns malloc'd text, or NULL without memory. */
 static char *collect(int from, int n)
 {
   const size_t line_chars = CALL_CHARS + 128;
@@ -52,19 +53,19 @@ static char *collect(int from, int n)
     char call[CALL_CHARS];
     look_at(r, &s, call, sizeof call);
     char *end = text + strlen(text);
-    int head = snprintf(end, line_chars, "%d %d %.0f %.0f\trank %d: ", r,
-                        s.state, s.ms, s.idle_ms, r);
-    if (s.state < 0) /* its thread has returned, or not started */
+    int head = snprintf(end, line_chars, "%d %d %.0f %.0f %lu\trank %d: ", r,
+                        (int)s.state, s.ms, s.idle_ms, s.seq, r);
+    if (s.state == CALL_GONE) /* its thread has returned, or not started */
       snprintf(end + head, line_chars - (size_t)head,
                "in no call: no thread"
                " runs it now (not started, or done)\n");
-    else if (s.state == 0)
+    else if (s.state == CALL_NONE)
       snprintf(end + head, line_chars - (size_t)head,
                "in no watched call (its last call ended %.1f s ago)\n",
                s.ms / 1e3);
     else
       snprintf(end + head, line_chars - (size_t)head, "in %s%s for %.1f s\n",
-               call, s.state == 2 ? ", waiting for the other ranks" : "",
+               call, s.state == CALL_WAIT ? ", waiting for the other ranks" : "",
                s.ms / 1e3);
   }
   return text;
@@ -103,6 +104,18 @@ static int ask(char **answers, int processes, int me, const char *mine)
 
 /* ------------------------------------------------------------- blame */
 
+/* One line of collect's form into *v; 0 if it is not one. */
+static int read_view(const char *line, rank_view *v)
+{
+  int state;
+  *v = (rank_view){0};
+  if (sscanf(line, "%d %d %lf %lf %lu", &v->rank, &state, &v->ms,
+             &v->idle_ms, &v->seq) != 5)
+    return 0;
+  v->state = (enum call_state)state;
+  return 1;
+}
+
 /* The rank to blame among the lines in text (collect's form), kept in
  * *best (verdict.h). */
 static void blame(const char *text, rank_view *best)
@@ -110,9 +123,8 @@ static void blame(const char *text, rank_view *best)
   for (const char *line = text; line && *line; line = strchr(line, '\n')) {
     if (*line == '\n')
       line++;
-    rank_view s = {0};
-    if (sscanf(line, "%d %d %lf %lf", &s.rank, &s.state, &s.ms, &s.idle_ms) ==
-        4)
+    rank_view s;
+    if (read_view(line, &s))
       verdict_blame(&s, limit_s, best);
   }
 }
@@ -129,9 +141,8 @@ static int lines_hang(char *const *texts, int ntexts)
          line = strchr(line, '\n')) {
       if (*line == '\n')
         line++;
-      rank_view s = {0};
-      if (sscanf(line, "%d %d %lf %lf", &s.rank, &s.state, &s.ms,
-                 &s.idle_ms) != 4 || s.state < 0)
+      rank_view s;
+      if (!read_view(line, &s) || s.state == CALL_GONE)
         continue;
       if (n == cap) {
         rank_view *more = realloc(views, (size_t)(cap *= 2) * sizeof *views);
@@ -209,7 +220,7 @@ static int report(int from, int n, int in_setup)
     }
   }
   flush_stdout_if_free();
-  rank_view late = {.state = -1};
+  rank_view late = {.state = CALL_GONE};
   for (int p = 0; p < processes; p++) {
     const char *lines = p == me ? mine : answers ? answers[p] : NULL;
     if (lines != NULL) {
@@ -233,7 +244,7 @@ static int report(int from, int n, int in_setup)
   if (in_setup && processes == 1)
     print_error("the ranks had not started: the job was still being set"
                 " up\n");
-  if (late.state == 0)
+  if (late.state == CALL_NONE)
     print_error("rank %d has been in no watched call for %.1f s while the"
                 " others wait (--timeout %d s): ending the job (exit %d);"
                 " --timeout 0 waits for ever\n",
@@ -257,7 +268,7 @@ static int limit_passed(int from, int n)
   int seen = 0;
   for (int r = from; r < from + n; r++) {
     char call[CALL_CHARS];
-    if (look_at(r, &views[seen], call, sizeof call) >= 0)
+    if (look_at(r, &views[seen], call, sizeof call) != CALL_GONE)
       seen++;
   }
   int hangs = verdict_hangs(views, seen, limit_s);

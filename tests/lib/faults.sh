@@ -173,12 +173,14 @@ fault_cell() {
     want_status 3
     want_err "$p: rank $r: in ${call%_v2}("
     want_err "call has not returned after --timeout $timeout_used s: ending the job (exit 3)"
-    # The verdict blames the stuck rank when its call is one of its own:
-    # the others then wait for it (docs/watchdog.md). In an NCCL call that
-    # every rank makes, the others are inside it too, and any may be named.
+    # The verdict blames the stuck rank when its call is one of its own,
+    # and when it is a collective: the others queued theirs and wait for
+    # the GPU (docs/watchdog.md). In an NCCL call that every rank makes on
+    # the host (communicator, windows), the others are inside it too, and
+    # any may be named.
     case $call in
       ncclCommInitRank* | ncclCommWindowRegister | ncclCommWindowDeregister | ncclCommFinalize | \
-        ncclCommDestroy | ncclAllReduce | ncclAllGather) ;;
+        ncclCommDestroy) ;;
       *) want_err "$p: rank $r's call has not returned after --timeout $timeout_used s" ;;
     esac
     # Every rank's line, in rank order, from one process; in pthread mode
@@ -285,6 +287,10 @@ fault_subset_cells() {
     echo "fails pthread $p shared 8 4 ncclCommWindowRegister"
   done
   echo "hangs pthread allreduce_sm lesson 4 0 ncclGetUniqueId"
+  # A collective that one rank never queues, first, middle and last: the
+  # others wait for the GPU, and the stuck rank is the one named.
+  for r in 0 2 3; do echo "hangs pthread allreduce_sm lesson 4 $r ncclAllReduce"; done
+  for r in 0 1 2; do echo "hangs mpi allgather_ce lesson 3 $r ncclAllGather"; done
   echo "hangs mpi allreduce_sm lesson 8 4 cudaMemcpy"
   echo "hangs pthread allreduce_sm bench 8 7 ncclCommInitRankConfig"
   echo "hangs mpi allgather_ce shared 4 3 ncclCommWindowRegister"

@@ -1,5 +1,8 @@
 /* ncclsim: the collectives, which really combine the ranks' data (see
- * sim.h). */
+ * sim.h). As in NCCL, a call checks its arguments and queues the
+ * collective on its stream; the ranks' data meet when that queued work
+ * runs (queues.c), so a result is there only after the stream is waited
+ * for. */
 #include "sim.h"
 
 #include <stdio.h>
@@ -32,83 +35,74 @@ static void maybe_corrupt(const ncclComm_t comm, float *out, size_t n)
     out[index] += 1.0f;
 }
 
+/* The host call: checks, then records (graph capture) or queues. */
+static ncclResult_t call_collective(const char *call, const sim_node *node,
+                                    cudaStream_t stream)
+{
+  if (injected_failure(call))
+    return ncclUnhandledCudaError;
+  if (node->type != ncclFloat || (!node->allgather && node->op != ncclSum)) {
+    snprintf(last_error, sizeof last_error,
+             "ncclsim: only float%s is simulated",
+             node->allgather ? "" : " sum");
+    return ncclInvalidArgument;
+  }
+  size_t bytes = node->count * sizeof(float);
+  int n = node->comm->nranks;
+  check_buffer(node->comm, call, "send", node->send, bytes);
+  check_buffer(node->comm, call, "receive", node->recv,
+               node->allgather ? bytes * (size_t)n : bytes);
+  if (record_collective(stream, node))
+    return ncclSuccess; /* runs when the graph is launched */
+  work_item item = {.kind = WORK_COLLECTIVE, .node = *node};
+  return enqueue(stream, 0, &item) ? ncclSuccess : ncclSystemError;
+}
+
 ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
                            ncclDataType_t datatype, ncclRedOp_t op,
                            ncclComm_t comm, cudaStream_t stream)
 {
-  const char *call = "ncclAllReduce";
-  if (injected_failure(call))
-    return ncclUnhandledCudaError;
   sim_node node = {0, sendbuff, recvbuff, count, datatype, op, comm};
-  if (record_collective(stream, &node))
-    return ncclSuccess; /* runs when the graph is launched */
-  stream_sync_point(stream, 0); /* after the stream's earlier work */
-  if (datatype != ncclFloat || op != ncclSum) {
-    snprintf(last_error, sizeof last_error,
-             "ncclsim: only float sum is simulated");
-    return ncclInvalidArgument;
-  }
-  size_t bytes = count * sizeof(float);
-  check_buffer(comm, call, "send", sendbuff, bytes);
-  check_buffer(comm, call, "receive", recvbuff, bytes);
-  exchange(comm, call, count, 0, sendbuff, bytes);
-  float *sum = calloc(count ? count : 1, sizeof(float));
-  float *peer_data = malloc(bytes ? bytes : 1);
-  if (sum == NULL || peer_data == NULL) {
-    free(sum);
-    free(peer_data);
-    return ncclSystemError;
-  }
-  for (int r = 0; r < comm->nranks; r++) { /* rank order: same sum everywhere */
-    msg_header peer;
-    fetch(comm, r, &peer, peer_data, bytes);
-    if (peer.size != count)
-      violation(comm, "collective-calls", call,
-                "rank %d passed count %zu, this rank %zu", r, peer.size, count);
-    for (size_t i = 0; i < count; i++)
-      sum[i] += peer_data[i];
-  }
-  finish_exchange(comm);
-  maybe_corrupt(comm, sum, count);
-  memcpy(recvbuff, sum, bytes);
-  free(sum);
-  free(peer_data);
-  return ncclSuccess;
+  return call_collective("ncclAllReduce", &node, stream);
 }
 
 ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff,
                            size_t sendcount, ncclDataType_t datatype,
                            ncclComm_t comm, cudaStream_t stream)
 {
-  const char *call = "ncclAllGather";
-  if (injected_failure(call))
-    return ncclUnhandledCudaError;
   sim_node node = {1, sendbuff, recvbuff, sendcount, datatype, ncclSum, comm};
-  if (record_collective(stream, &node))
-    return ncclSuccess; /* runs when the graph is launched */
-  stream_sync_point(stream, 0); /* after the stream's earlier work */
-  if (datatype != ncclFloat) {
-    snprintf(last_error, sizeof last_error, "ncclsim: only float is simulated");
-    return ncclInvalidArgument;
-  }
-  size_t bytes = sendcount * sizeof(float);
-  check_buffer(comm, call, "send", sendbuff, bytes);
-  check_buffer(comm, call, "receive", recvbuff, bytes * (size_t)comm->nranks);
-  exchange(comm, call, sendcount, 0, sendbuff, bytes);
-  float *gathered = malloc(bytes * (size_t)comm->nranks + 1);
-  if (gathered == NULL)
-    return ncclSystemError;
+  return call_collective("ncclAllGather", &node, stream);
+}
+
+/* The queued work: every rank's send buffer as it is now, combined in
+ * rank order (the same sum everywhere), into this rank's receive buffer. */
+void run_collective(const sim_node *node)
+{
+  const char *call = node->allgather ? "ncclAllGather" : "ncclAllReduce";
+  ncclComm_t comm = node->comm;
+  const size_t count = node->count, bytes = count * sizeof(float);
+  const size_t n = (size_t)comm->nranks;
+  const size_t out_count = node->allgather ? count * n : count;
+  exchange(comm, LANE_WORK, call, count, 0, node->send, bytes);
+  float *out = calloc(out_count ? out_count : 1, sizeof(float));
+  float *peer_data = malloc(bytes ? bytes : 1);
+  if (out == NULL || peer_data == NULL)
+    violation(comm, "collective-calls", call, "out of memory");
   for (int r = 0; r < comm->nranks; r++) {
     msg_header peer;
-    fetch(comm, r, &peer, gathered + (size_t)r * sendcount, bytes);
-    if (peer.size != sendcount)
+    fetch(comm, LANE_WORK, r, &peer, peer_data, bytes);
+    if (peer.size != count)
       violation(comm, "collective-calls", call,
-                "rank %d passed count %zu, this rank %zu", r, peer.size,
-                sendcount);
+                "rank %d passed count %zu, this rank %zu", r, peer.size, count);
+    if (node->allgather)
+      memcpy(out + (size_t)r * count, peer_data, bytes);
+    else
+      for (size_t i = 0; i < count; i++)
+        out[i] += peer_data[i];
   }
-  finish_exchange(comm);
-  maybe_corrupt(comm, gathered, sendcount * (size_t)comm->nranks);
-  memcpy(recvbuff, gathered, bytes * (size_t)comm->nranks);
-  free(gathered);
-  return ncclSuccess;
+  finish_exchange(comm, LANE_WORK);
+  maybe_corrupt(comm, out, out_count);
+  memcpy(node->recv, out, out_count * sizeof(float));
+  free(out);
+  free(peer_data);
 }

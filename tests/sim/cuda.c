@@ -114,6 +114,8 @@ const char *cudaGetErrorString(cudaError_t error)
   case cudaErrorInvalidDevice: return "invalid device ordinal";
   case cudaErrorMemoryAllocation: return "out of memory";
   case cudaErrorInvalidValue: return "invalid argument";
+  case cudaErrorNotReady: return "device not ready";
+  case cudaErrorInvalidResourceHandle: return "invalid resource handle";
   default: return "unknown error";
   }
 }
@@ -126,6 +128,8 @@ const char *cudaGetErrorName(cudaError_t error)
   case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
   case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
   case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
+  case cudaErrorNotReady: return "cudaErrorNotReady";
+  case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
   default: return "cudaErrorUnknown";
   }
 }
@@ -179,7 +183,7 @@ cudaError_t cudaFree(void *ptr)
     return cudaErrorUnknown;
   if (ptr == NULL)
     return cudaSuccess;
-  land_all_copies(); /* cudaFree waits for the device */
+  land_device_work(); /* cudaFree waits for the device */
   pthread_mutex_lock(&lock);
   sim_alloc *a = find_alloc(ptr, 1);
   if (a != NULL && a->kind == FROM_NCCL_MEM_ALLOC)
@@ -194,106 +198,12 @@ cudaError_t cudaFree(void *ptr)
   return cudaSuccess;
 }
 
-/* ------------------------------------------------------------------------
- * Copies that land later (see sim.h)
- * --------------------------------------------------------------------- */
-
-typedef struct staged_copy {
-  struct staged_copy *next;
-  const void *queue; /* queue_key of its stream */
-  void *dst;
-  size_t size;
-  unsigned char *bytes;
-} staged_copy;
-
-static staged_copy *staged; /* oldest first; guarded by `lock` */
-static const char legacy_stream_key = 'L';
-static _Thread_local char per_thread_stream_key = 'T';
-
-const void *queue_key(cudaStream_t stream, int ptds_entry)
-{
-  if (stream == cudaStreamPerThread || (stream == NULL && ptds_entry))
-    return &per_thread_stream_key;
-  if (stream == NULL || stream == cudaStreamLegacy)
-    return &legacy_stream_key;
-  return stream;
-}
-
-/* Writes the staged copies that `take` selects, oldest first. */
-static void land_where(int (*take)(const staged_copy *, const void *),
-                       const void *arg)
-{
-  pthread_mutex_lock(&lock);
-  for (staged_copy **link = &staged; *link;) {
-    staged_copy *c = *link;
-    if (!take(c, arg)) {
-      link = &c->next;
-      continue;
-    }
-    *link = c->next;
-    memcpy(c->dst, c->bytes, c->size);
-    free(c->bytes);
-    free(c);
-  }
-  pthread_mutex_unlock(&lock);
-}
-
-static int in_queue(const staged_copy *c, const void *key)
-{
-  return c->queue == key;
-}
-static int any_copy(const staged_copy *c, const void *unused)
-{
-  (void)c, (void)unused;
-  return 1;
-}
-
-void land_queue(const void *key) { land_where(in_queue, key); }
-void land_all_copies(void) { land_where(any_copy, NULL); }
-
-void stream_sync_point(cudaStream_t stream, int ptds_entry)
-{
-  const void *key = queue_key(stream, ptds_entry);
-  land_queue(key);
-  /* The per-thread default stream and blocking streams wait for the legacy
-   * default stream; non-blocking streams do not. */
-  int waits_for_legacy = key == &per_thread_stream_key;
-  if (key != &legacy_stream_key && key != &per_thread_stream_key) {
-    pthread_mutex_lock(&lock);
-    for (const struct CUstream_st *s = streams; s; s = s->next)
-      if (s == stream)
-        waits_for_legacy = !s->nonblocking;
-    pthread_mutex_unlock(&lock);
-  }
-  if (waits_for_legacy)
-    land_queue(&legacy_stream_key);
-}
-
-/* Stages a host-to-device copy on the queue `key`; 0 if out of memory. */
-static int stage(const void *key, void *dst, const void *src, size_t count)
-{
-  staged_copy *c = calloc(1, sizeof *c);
-  unsigned char *bytes = malloc(count ? count : 1);
-  if (c == NULL || bytes == NULL) {
-    free(c);
-    free(bytes);
-    return 0;
-  }
-  memcpy(bytes, src, count);
-  *c = (staged_copy){.queue = key, .dst = dst, .size = count, .bytes = bytes};
-  pthread_mutex_lock(&lock);
-  staged_copy **link = &staged;
-  while (*link)
-    link = &(*link)->next;
-  *link = c;
-  pthread_mutex_unlock(&lock);
-  return 1;
-}
-
 /* A copy on `stream` (cudaMemcpy: the default stream). Host memory here is
  * always pageable (the programs allocate no pinned memory): a
- * host-to-device copy is staged and lands later; the others are done when
- * the call returns, as CUDA does for copies to pageable memory. */
+ * host-to-device copy is staged at the call and written when its stream's
+ * work runs; a device-to-device copy is queued and reads its source then;
+ * a copy into host memory waits for its stream's earlier work and is done
+ * when the call returns, as CUDA does for copies to pageable memory. */
 static cudaError_t copy(const char *call, void *dst, const void *src,
                         size_t count, enum cudaMemcpyKind kind,
                         cudaStream_t stream, int ptds_entry)
@@ -310,13 +220,15 @@ static cudaError_t copy(const char *call, void *dst, const void *src,
       (kind == cudaMemcpyDeviceToHost && !src_dev) ||
       (kind == cudaMemcpyDeviceToDevice && !(dst_dev && src_dev)))
     return cudaErrorInvalidValue;
-  /* Ordered after the stream's earlier work (for pageable memory CUDA
-   * synchronises the stream first). */
-  stream_sync_point(stream, ptds_entry);
+  work_item item = {.kind = WORK_COPY, .dst = dst, .size = count};
   if (kind == cudaMemcpyHostToDevice)
-    return stage(queue_key(stream, ptds_entry), dst, src, count)
-               ? cudaSuccess
-               : cudaErrorMemoryAllocation;
+    item.staged = src;
+  else if (kind == cudaMemcpyDeviceToDevice)
+    item.src = src;
+  if (kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice)
+    return enqueue(stream, ptds_entry, &item) ? cudaSuccess
+                                               : cudaErrorMemoryAllocation;
+  stream_sync_point(stream, ptds_entry);
   memmove(dst, src, count);
   return cudaSuccess;
 }
@@ -360,14 +272,15 @@ static cudaError_t memset_device(void *ptr, int value, size_t count,
                                  cudaStream_t stream, int ptds_entry)
 {
   refuse_in_capture("cudaMemsetAsync", stream);
-  stream_sync_point(stream, ptds_entry);
   pthread_mutex_lock(&lock);
   int inside = find_alloc(ptr, count) != NULL;
   pthread_mutex_unlock(&lock);
   if (!inside)
     return cudaErrorInvalidValue;
-  memset(ptr, value, count);
-  return cudaSuccess;
+  work_item item = {
+      .kind = WORK_MEMSET, .dst = ptr, .size = count, .value = value};
+  return enqueue(stream, ptds_entry, &item) ? cudaSuccess
+                                             : cudaErrorMemoryAllocation;
 }
 
 cudaError_t cudaMemsetAsync_ptsz(void *ptr, int value, size_t count,
@@ -402,7 +315,6 @@ cudaError_t cudaMemcpyPeerAsync(void *dst, int dst_device, const void *src,
   pthread_mutex_unlock(&lock);
   if (!inside)
     return cudaErrorInvalidValue;
-  stream_sync_point(stream, 1);
-  memmove(dst, src, count);
-  return cudaSuccess;
+  work_item item = {.kind = WORK_COPY, .dst = dst, .src = src, .size = count};
+  return enqueue(stream, 1, &item) ? cudaSuccess : cudaErrorMemoryAllocation;
 }

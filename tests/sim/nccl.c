@@ -117,12 +117,12 @@ static ncclResult_t init_rank(ncclComm_t *out, int nranks, ncclUniqueId id,
   char host[64] = "", peer_host[64];
   const char *hostid = getenv("NCCL_HOSTID");
   snprintf(host, sizeof host, "%s", hostid ? hostid : "");
-  exchange(c, "ncclCommInitRank", (size_t)nranks, c->device, host,
+  exchange(c, LANE_HOST, "ncclCommInitRank", (size_t)nranks, c->device, host,
            sizeof host);
   c->alone_on_nodes = 1;
   for (int r = 0; r < nranks; r++) {
     msg_header peer;
-    fetch(c, r, &peer, peer_host, sizeof peer_host);
+    fetch(c, LANE_HOST, r, &peer, peer_host, sizeof peer_host);
     if (r != rank && strcmp(peer_host, host) == 0)
       c->alone_on_nodes = 0;
     if (peer.size != (size_t)nranks)
@@ -136,7 +136,7 @@ static ncclResult_t init_rank(ncclComm_t *out, int nranks, ncclUniqueId id,
                 " (NCCL >= 2.30 allows it with NCCL_MULTI_RANK_GPU_ENABLE=1)",
                 r < rank ? r : rank, r < rank ? rank : r, c->device);
   }
-  finish_exchange(c);
+  finish_exchange(c, LANE_HOST);
 
   pthread_mutex_lock(&lock);
   install_exit_check();
@@ -169,8 +169,9 @@ ncclResult_t ncclCommFinalize(ncclComm_t comm)
 {
   if (injected_failure("ncclCommFinalize"))
     return ncclUnhandledCudaError;
-  exchange(comm, "ncclCommFinalize", 0, 0, NULL, 0);
-  finish_exchange(comm);
+  land_comm(comm); /* NCCL waits for the communicator's operations */
+  exchange(comm, LANE_HOST, "ncclCommFinalize", 0, 0, NULL, 0);
+  finish_exchange(comm, LANE_HOST);
   return ncclSuccess;
 }
 
@@ -212,12 +213,14 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm)
 {
   if (injected_failure("ncclCommDestroy"))
     return ncclUnhandledCudaError;
+  land_comm(comm); /* as ncclCommFinalize, if the program did not call it */
   return release_comm(comm, "ncclCommDestroy", 1);
 }
 
 ncclResult_t ncclCommAbort(ncclComm_t comm)
 {
   mark_abort(comm->dir);
+  drop_comm(comm); /* its queued collectives never run */
   return release_comm(comm, "ncclCommAbort", 0);
 }
 
@@ -229,17 +232,17 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
 {
   const char *call = "ncclCommSplit";
   long long mine[2] = {color, key}, peer[2];
-  exchange(comm, call, 0, color, mine, sizeof mine);
+  exchange(comm, LANE_HOST, call, 0, color, mine, sizeof mine);
   int nranks = 0, rank = 0;
   for (int r = 0; r < comm->nranks; r++) {
     msg_header h;
-    fetch(comm, r, &h, peer, sizeof peer);
+    fetch(comm, LANE_HOST, r, &h, peer, sizeof peer);
     if (peer[0] != color)
       continue;
     nranks++;
     rank += peer[1] < key || (peer[1] == key && r < comm->rank);
   }
-  finish_exchange(comm);
+  finish_exchange(comm, LANE_HOST);
   *newcomm = NULL;
   if (color == NCCL_SPLIT_NOCOLOR)
     return ncclSuccess;
@@ -249,7 +252,7 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
   const char *parent = strrchr(comm->dir, '/');
   char name[sizeof id.internal];
   int len = snprintf(name, sizeof name, "%.40s-s%lu-c%d",
-                     parent ? parent + 1 : comm->dir, comm->seq, color);
+                     parent ? parent + 1 : comm->dir, comm->seq[LANE_HOST], color);
   if (len < 0 || (size_t)len + strlen(SIM_MAGIC) >= sizeof id.internal)
     return ncclInternalError;
   memcpy(id.internal, SIM_MAGIC, strlen(SIM_MAGIC));

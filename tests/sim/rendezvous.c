@@ -13,15 +13,16 @@
 
 /* ------------------------------------------------------------------------
  * Rendezvous: for its n-th collective call on a communicator, every rank
- * writes <dir>/<n>.<rank> (a header and a payload), then waits until all
- * ranks' files for n exist. Files of call n-1 are removed once call n is
- * complete, since by then every rank has read them.
+ * writes <dir>/<lane><n>.<rank> (a header and a payload), then waits until
+ * all ranks' files for n exist. Files of call n-1 are removed once call n
+ * is complete, since by then every rank has read them.
  * --------------------------------------------------------------------- */
 
-static void msg_path(const struct ncclComm *c, unsigned long seq, int rank,
-                     char *path, size_t len)
+static void msg_path(const struct ncclComm *c, enum lane lane,
+                     unsigned long seq, int rank, char *path, size_t len)
 {
-  snprintf(path, len, "%s/%lu.%d", c->dir, seq, rank);
+  snprintf(path, len, "%s/%c%lu.%d", c->dir, lane == LANE_HOST ? 'h' : 'w',
+           seq, rank);
 }
 
 static void write_all(int fd, const void *buf, size_t len, const char *path)
@@ -38,10 +39,11 @@ static void write_all(int fd, const void *buf, size_t len, const char *path)
   }
 }
 
-static void post(struct ncclComm *c, const msg_header *h, const void *payload)
+static void post(struct ncclComm *c, enum lane lane, const msg_header *h,
+                 const void *payload)
 {
   char path[PATH_LEN + 32], tmp[PATH_LEN + 40];
-  msg_path(c, c->seq, c->rank, path, sizeof path);
+  msg_path(c, lane, c->seq[lane], c->rank, path, sizeof path);
   snprintf(tmp, sizeof tmp, "%s.tmp", path);
   int fd = open(tmp, O_CREAT | O_TRUNC | O_WRONLY, 0600);
   if (fd < 0) {
@@ -57,14 +59,14 @@ static void post(struct ncclComm *c, const msg_header *h, const void *payload)
 
 /* Waits for every rank's message for this call; a rank that never arrives
  * is reported after SIM_TIMEOUT_MS instead of hanging. */
-static void wait_peers(struct ncclComm *c, const char *call)
+static void wait_peers(struct ncclComm *c, enum lane lane, const char *call)
 {
   long timeout_ms = env_long("SIM_TIMEOUT_MS", 10000);
   char path[PATH_LEN + 32];
   struct timespec nap = {0, 200 * 1000}, start, now;
   clock_gettime(CLOCK_MONOTONIC, &start);
   for (int r = 0; r < c->nranks; r++) {
-    msg_path(c, c->seq, r, path, sizeof path);
+    msg_path(c, lane, c->seq[lane], r, path, sizeof path);
     while (access(path, F_OK) != 0) {
       char abort_path[PATH_LEN + 16];
       snprintf(abort_path, sizeof abort_path, "%s/abort", c->dir);
@@ -82,22 +84,22 @@ static void wait_peers(struct ncclComm *c, const char *call)
             c, "collective-calls", call,
             "rank %d never arrived at this call (collective #%lu) within %ld ms;"
             " every rank must make the same collective calls",
-            r, c->seq, timeout_ms);
+            r, c->seq[lane], timeout_ms);
       nanosleep(&nap, NULL);
     }
   }
-  if (c->seq > 0) {
-    msg_path(c, c->seq - 1, c->rank, path, sizeof path);
+  if (c->seq[lane] > 0) {
+    msg_path(c, lane, c->seq[lane] - 1, c->rank, path, sizeof path);
     unlink(path);
   }
 }
 
 /* Reads rank r's message for the current call; payload (if any) into buf. */
-void fetch(const struct ncclComm *c, int r, msg_header *h, void *buf,
-           size_t buf_len)
+void fetch(const struct ncclComm *c, enum lane lane, int r, msg_header *h,
+           void *buf, size_t buf_len)
 {
   char path[PATH_LEN + 32];
-  msg_path(c, c->seq, r, path, sizeof path);
+  msg_path(c, lane, c->seq[lane], r, path, sizeof path);
   FILE *f = fopen(path, "rb");
   if (f == NULL || fread(h, sizeof *h, 1, f) != 1 ||
       (buf != NULL && h->payload > 0 &&
@@ -111,16 +113,17 @@ void fetch(const struct ncclComm *c, int r, msg_header *h, void *buf,
 
 /* One collective step: post, wait, and check that every rank made the same
  * call with the same `size`. */
-void exchange(struct ncclComm *c, const char *call, size_t size, long long arg,
-              const void *payload, size_t payload_len)
+void exchange(struct ncclComm *c, enum lane lane, const char *call,
+              size_t size, long long arg, const void *payload,
+              size_t payload_len)
 {
   msg_header h = {.size = size, .arg = arg, .payload = payload_len};
   snprintf(h.call, sizeof h.call, "%s", call);
-  post(c, &h, payload);
-  wait_peers(c, call);
+  post(c, lane, &h, payload);
+  wait_peers(c, lane, call);
   for (int r = 0; r < c->nranks; r++) {
     msg_header peer;
-    fetch(c, r, &peer, NULL, 0);
+    fetch(c, lane, r, &peer, NULL, 0);
     if (strcmp(peer.call, call) != 0)
       violation(c, "collective-calls", call,
                 "rank %d made a different call at this point (%s); every rank"
@@ -129,7 +132,7 @@ void exchange(struct ncclComm *c, const char *call, size_t size, long long arg,
   }
 }
 
-void finish_exchange(struct ncclComm *c) { c->seq++; }
+void finish_exchange(struct ncclComm *c, enum lane lane) { c->seq[lane]++; }
 
 void leave_rendezvous(const struct ncclComm *c)
 {

@@ -10,8 +10,12 @@
  * build). Collectives really combine the ranks' data.
  *
  * It is as unkind as real CUDA and NCCL, per simulated NCCL version: fresh
- * device memory reads as NaN; a host-to-device copy from pageable memory
- * lands only when its own stream is next used or synchronised (cuda.c);
+ * device memory reads as NaN; work queued on a stream (collectives, copies,
+ * memsets, events) runs only when a host call waits for that stream, as
+ * late as a GPU may run it (queues.c): a collective's result is there only
+ * after its stream is waited for, and a rank that never queues its
+ * collective leaves the others waiting in their synchronisation; a
+ * host-to-device copy from pageable memory is staged at the call;
  * ncclCommWindowRegister without symmetric support leaves the handle
  * unwritten before 2.30.7 (2.30.7 writes NULL), hands back a local
  * registration instead of a window before 2.30.7 while NCCL_LOCAL_REGISTER
@@ -64,6 +68,7 @@
  *   state.c       the process-wide state, settings, rule violations, leaks
  *   rendezvous.c  how ranks (threads or processes) meet through files
  *   cuda.c        CUDA: devices, memory, copies
+ *   queues.c      CUDA: the streams' queues of work, and when it runs
  *   streams.c     CUDA: streams, events, graph capture, cudaDeviceSynchronize
  *   nccl.c        NCCL: versions, ids, communicators
  *   windows.c     ncclMemAlloc/ncclMemFree and symmetric windows
@@ -102,7 +107,9 @@ struct ncclComm {
   struct ncclComm *next;
   char dir[PATH_LEN];
   int rank, nranks, device;
-  unsigned long seq; /* rendezvous counter: same sequence on every rank */
+  /* Rendezvous counters, the same sequence on every rank: the host calls
+   * all ranks make, and the collectives as their queued work runs. */
+  unsigned long seq[2];
   int cta_policy;
   int alone_on_nodes; /* every rank on a host of its own (NCCL_HOSTID) */
 };
@@ -148,8 +155,9 @@ struct CUgraphExec_st {
 
 struct CUevent_st {
   struct CUevent_st *next;
-  struct timespec when;
-  const void *queue; /* the stream it was last recorded on (queue_key) */
+  struct timespec when; /* when its last landed record ran */
+  const void *queue;    /* the stream it was last recorded on (queue_key) */
+  unsigned long recorded, landed; /* records queued, and run (queues.c) */
 };
 
 extern pthread_mutex_t lock;
@@ -198,11 +206,16 @@ typedef struct msg_header {
   size_t payload;
 } msg_header;
 
-void exchange(struct ncclComm *c, const char *call, size_t size, long long arg,
-              const void *payload, size_t payload_len);
-void fetch(const struct ncclComm *c, int r, msg_header *h, void *buf,
-           size_t len);
-void finish_exchange(struct ncclComm *c);
+/* Ranks meet in two lanes of their own: in the host calls they all make
+ * (communicator, windows), and in their collectives' queued work, which
+ * runs later and in another order against those calls. */
+enum lane { LANE_HOST, LANE_WORK };
+void exchange(struct ncclComm *c, enum lane lane, const char *call,
+              size_t size, long long arg, const void *payload,
+              size_t payload_len);
+void fetch(const struct ncclComm *c, enum lane lane, int r, msg_header *h,
+           void *buf, size_t len);
+void finish_exchange(struct ncclComm *c, enum lane lane);
 /* At ncclCommDestroy/Abort: the last rank of the communicator to leave
  * removes its rendezvous directory. */
 void leave_rendezvous(const struct ncclComm *c);
@@ -212,22 +225,47 @@ int simulated_version(void);
 
 /* -------------------------------------------------------------- cuda.c */
 int visible_devices(void);
-/* Copies that land later. A host-to-device copy from pageable memory may
- * return before its bytes reach the device (CUDA's API sync behaviour:
- * cudaMemcpy from pageable memory returns once the bytes are staged;
- * cudaMemcpyAsync is ordered only within its stream). The simulation stages
- * the bytes at the call and writes them when the copy's stream is next used
- * or synchronised, so that a reader on another stream sees the old bytes.
- * queue_key names a stream's queue: `ptds_entry` says the call came through
- * a per-thread-default-stream entry point, where stream 0 is the calling
- * thread's own stream. */
+
+/* ------------------------------------------------------------ queues.c
+ * Work queued on a stream runs only when a host call waits for it (see
+ * queues.c). queue_key names a stream's queue: `ptds_entry` says the call
+ * came through a per-thread-default-stream entry point, where stream 0 is
+ * the calling thread's own stream. A host-to-device copy from pageable
+ * memory is staged at the call (CUDA returns once the bytes are staged)
+ * and written when it runs, so that a reader on another stream sees the
+ * old bytes. */
+enum work_kind { WORK_COPY, WORK_MEMSET, WORK_COLLECTIVE, WORK_EVENT,
+                 WORK_NOTHING };
+typedef struct work_item {
+  enum work_kind kind;
+  void *dst;
+  const void *src;    /* WORK_COPY: read when it runs, or NULL: ... */
+  const void *staged; /* ... these bytes, copied at the call */
+  size_t size;
+  int value;          /* WORK_MEMSET */
+  sim_node node;      /* WORK_COLLECTIVE */
+  struct CUevent_st *event; /* WORK_EVENT */
+} work_item;
 const void *queue_key(cudaStream_t stream, int ptds_entry);
-/* Writes every staged copy of that queue (and, for the per-thread and
- * blocking streams, of the legacy default stream, which they wait for). */
+/* Queues the item on the stream, after the work of the streams it waits
+ * for; 0 if out of memory. */
+int enqueue(cudaStream_t stream, int ptds_entry, const work_item *item);
+/* Runs the work queued on that stream (and on the streams it waits for). */
 void stream_sync_point(cudaStream_t stream, int ptds_entry);
 void land_queue(const void *key);
-/* cudaDeviceSynchronize and the freeing calls: every staged copy lands. */
-void land_all_copies(void);
+/* cudaDeviceSynchronize and the freeing calls: the calling thread's work
+ * on its device. */
+void land_device_work(void);
+/* Until the event's last record has run. */
+void land_event(struct CUevent_st *event);
+void drop_event(const struct CUevent_st *event);
+/* ncclCommFinalize, ncclCommDestroy: the communicator's collectives (and
+ * what their queues hold before them); ncclCommAbort: they never run. */
+void land_comm(const struct ncclComm *comm);
+void drop_comm(const struct ncclComm *comm);
+/* collectives.c: a queued collective, when it runs. */
+void run_collective(const sim_node *node);
+
 /* Graph capture (streams.c): while `stream` is being captured, work queued
  * on it is recorded, not run, as CUDA does. record_collective returns 1
  * when the collective was recorded; refuse_in_capture ends the program,

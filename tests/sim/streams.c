@@ -1,7 +1,7 @@
 /* ncclsim: CUDA streams and events, and cudaDeviceSynchronize (see
- * sim.h). Simulated work completes when it is called, except host-to-device
- * copies from pageable memory, which land when their stream is next used
- * or synchronised (cuda.c): synchronising here lands them. */
+ * sim.h). Work queued on a stream runs when a host call waits for it
+ * (queues.c): synchronising a stream, an event or the device here runs it.
+ * An event is queued work too: it takes its time when it runs. */
 #include "sim.h"
 
 #include <stdlib.h>
@@ -56,24 +56,28 @@ cudaError_t cudaStreamCreate(cudaStream_t *stream)
   return new_stream(stream, cudaStreamDefault);
 }
 
+/* A synchronisation that fails or never returns (SIM_FAIL, SIM_HANG) does
+ * so after the stream's work has run: the GPU runs queued work whatever
+ * the host thread that waits for it does, so the other ranks' collectives
+ * complete, as on a GPU. */
 cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream)
 {
-  if (injected_failure("cudaStreamSynchronize"))
-    return cudaErrorUnknown;
   if (capturing(stream))
     return cudaErrorStreamCaptureUnsupported;
   stream_sync_point(stream, 1);
+  if (injected_failure("cudaStreamSynchronize"))
+    return cudaErrorUnknown;
   return cudaSuccess;
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream)
 {
-  if (injected_failure("cudaStreamSynchronize"))
-    return cudaErrorUnknown;
   if (capturing(stream))
     return cudaErrorStreamCaptureUnsupported;
   check_shared_context("cudaStreamSynchronize", stream);
   stream_sync_point(stream, 0);
+  if (injected_failure("cudaStreamSynchronize"))
+    return cudaErrorUnknown;
   return cudaSuccess;
 }
 
@@ -95,7 +99,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream)
 cudaError_t cudaDeviceSynchronize(void)
 {
   check_shared_context("cudaDeviceSynchronize", NULL);
-  land_all_copies();
+  land_device_work();
   return cudaSuccess;
 }
 
@@ -119,9 +123,8 @@ cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream)
 {
   if (injected_failure("cudaEventRecord"))
     return cudaErrorUnknown;
-  event->queue = queue_key(stream, 1);
-  clock_gettime(CLOCK_MONOTONIC, &event->when);
-  return cudaSuccess;
+  work_item item = {.kind = WORK_EVENT, .event = event};
+  return enqueue(stream, 1, &item) ? cudaSuccess : cudaErrorMemoryAllocation;
 }
 
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
@@ -129,18 +132,15 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
   if (injected_failure("cudaEventRecord"))
     return cudaErrorUnknown;
   check_shared_context("cudaEventRecord", stream);
-  cudaError_t err = cudaEventRecord_ptsz(event, stream);
-  if (err == cudaSuccess)
-    event->queue = queue_key(stream, 0);
-  return err;
+  work_item item = {.kind = WORK_EVENT, .event = event};
+  return enqueue(stream, 0, &item) ? cudaSuccess : cudaErrorMemoryAllocation;
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event)
 {
+  land_event(event); /* before an injection: as cudaStreamSynchronize */
   if (injected_failure("cudaEventSynchronize"))
     return cudaErrorUnknown;
-  if (event->queue != NULL)
-    land_queue(event->queue);
   return cudaSuccess;
 }
 
@@ -148,6 +148,12 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end)
 {
   if (injected_failure("cudaEventElapsedTime"))
     return cudaErrorUnknown;
+  /* As CUDA: an event never recorded, or whose record has not run yet. */
+  for (const struct CUevent_st *e = start; e; e = e == start ? end : NULL)
+    if (e->recorded == 0 ||
+        __atomic_load_n(&e->landed, __ATOMIC_ACQUIRE) < e->recorded)
+      return e->recorded == 0 ? cudaErrorInvalidResourceHandle
+                              : cudaErrorNotReady;
   *ms = (float)((end->when.tv_sec - start->when.tv_sec) * 1e3 +
                 (end->when.tv_nsec - start->when.tv_nsec) / 1e6);
   return cudaSuccess;
@@ -163,6 +169,7 @@ cudaError_t cudaEventDestroy(cudaEvent_t event)
   pthread_mutex_unlock(&lock);
   if (!found)
     return cudaErrorInvalidValue;
+  drop_event(event);
   free(event);
   return cudaSuccess;
 }

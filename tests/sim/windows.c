@@ -21,7 +21,7 @@ ncclResult_t ncclMemFree(void *ptr)
     return ncclUnhandledCudaError;
   if (ptr == NULL)
     return ncclSuccess;
-  land_all_copies(); /* no staged copy may land in freed memory */
+  land_device_work(); /* no queued work may land in freed memory */
   pthread_mutex_lock(&lock);
   sim_alloc *a = find_alloc(ptr, 1);
   if (a == NULL || a->base != ptr)
@@ -161,17 +161,17 @@ static ncclResult_t register_now(ncclComm_t comm, void *buff, size_t size,
               "%zu bytes at %p run past the end of the %zu-byte allocation",
               size, buff, a->size);
 
-  exchange(comm, call, size, flags, NULL, 0);
+  exchange(comm, LANE_HOST, call, size, flags, NULL, 0);
   for (int r = 0; r < comm->nranks; r++) {
     msg_header peer;
-    fetch(comm, r, &peer, NULL, 0);
+    fetch(comm, LANE_HOST, r, &peer, NULL, 0);
     if (peer.size != size || peer.arg != flags)
       violation(comm, "symmetric-registration", call,
                 "rank %d registered %zu bytes (flags %lld), this rank %zu"
                 " bytes (flags %d); every rank must register the same size",
                 r, peer.size, peer.arg, size, flags);
   }
-  finish_exchange(comm);
+  finish_exchange(comm, LANE_HOST);
 
   if (!symmetric_support(comm)) {
     if (gives_local_registration())

@@ -24,6 +24,24 @@ if begin suite/case-names-unique; then
   end
 fi
 
+# The mutants of `make test-mutants` stay current: each one's line occurs
+# once in its file (a refactor that moves a line must move its mutant).
+# The control: a list whose line occurs nowhere must be refused.
+if begin suite/mutants-lines-current; then
+  run bash tests/mutants.sh --lines
+  want_status 0
+  [ "$status" = 0 ] || why+="$(grep -v 'stale$' "$f.out" | head -n 3 | tr '\n' ' ')"
+  end
+fi
+if begin suite/mutants-lines-current-control; then
+  sed 's/^from: .*cudaStreamSynchronize(stream));$/from: no such line/' \
+    tests/mutants/mutants.txt >"$f.list"
+  run bash tests/mutants.sh --lines "$f.list"
+  want_status 1
+  want_out "its line occurs 0 times in 01_allreduce/c/main.c: no such line"
+  end
+fi
+
 # The suite owns its environment (tests/lib/environment.sh): a small
 # filtered run under a hostile environment gives the verdicts of a clean
 # one. The control runs the same with TEST_KEEP_ENV=1 and wants exactly the

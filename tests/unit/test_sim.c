@@ -6,7 +6,12 @@
  *
  *   fresh device memory      reads as NaN, never as a value a check expects
  *   late copies              a pageable host-to-device copy lands only when
- *                            its own stream is used or synchronised
+ *                            its own stream is synchronised
+ *   late collectives         a collective (and an event) runs only when a
+ *                            host call waits for its stream: a result read
+ *                            without that wait is the old one; the legacy
+ *                            default stream waits for blocking streams, not
+ *                            for non-blocking ones
  *   unwritten handles        2.28.3 leaves *win as it was where it has no
  *                            window; 2.30.7 writes NULL
  *   local registrations      before 2.28.7, one rank alone on its node gets
@@ -100,6 +105,64 @@ static void copies_land_on_their_stream(void)
   EXPECT(collective_reads(comm, send, recv, stream) == 9.0f);
 
   EXPECT(cudaStreamDestroy(stream) == cudaSuccess);
+  EXPECT(ncclMemFree(send) == ncclSuccess);
+  EXPECT(ncclMemFree(recv) == ncclSuccess);
+  done(comm);
+}
+
+/* What a device-to-host copy on `stream` (through the legacy entry point
+ * for cudaStreamLegacy) reads of p now. */
+static float read_on(cudaStream_t stream, const float *p)
+{
+  float host = 0;
+  EXPECT(cudaMemcpyAsync(&host, p, sizeof host, cudaMemcpyDeviceToHost,
+                         stream) == cudaSuccess);
+  return host;
+}
+
+static void collectives_run_when_waited_for(void)
+{
+  ncclComm_t comm = one_rank_comm();
+  float *send = NULL, *recv = NULL, value = 3.0f;
+  cudaStream_t blocking, nonblocking;
+  cudaEvent_t start, stop;
+  float ms = -1;
+  EXPECT(ncclMemAlloc((void **)&send, sizeof value) == ncclSuccess);
+  EXPECT(ncclMemAlloc((void **)&recv, sizeof value) == ncclSuccess);
+  EXPECT(cudaStreamCreate(&blocking) == cudaSuccess);
+  EXPECT(cudaStreamCreateWithFlags(&nonblocking, cudaStreamNonBlocking) ==
+         cudaSuccess);
+  EXPECT(cudaEventCreate(&start) == cudaSuccess);
+  EXPECT(cudaEventCreate(&stop) == cudaSuccess);
+
+  /* Queued, not run: this thread's default stream does not wait for it. */
+  EXPECT(cudaMemcpyAsync(send, &value, sizeof value, cudaMemcpyHostToDevice,
+                         blocking) == cudaSuccess);
+  EXPECT(cudaEventRecord(start, blocking) == cudaSuccess);
+  EXPECT(ncclAllReduce(send, recv, 1, ncclFloat, ncclSum, comm, blocking) ==
+         ncclSuccess);
+  EXPECT(cudaEventRecord(stop, blocking) == cudaSuccess);
+  EXPECT(isnan(read_on(cudaStreamPerThread, recv)));
+  EXPECT(cudaEventElapsedTime(&ms, start, stop) == cudaErrorNotReady);
+  /* Waiting for the event runs the work queued before it. */
+  EXPECT(cudaEventSynchronize(stop) == cudaSuccess);
+  EXPECT(cudaEventElapsedTime(&ms, start, stop) == cudaSuccess && ms >= 0);
+  EXPECT(read_on(cudaStreamPerThread, recv) == 3.0f);
+
+  /* The legacy default stream waits for a blocking stream's work ... */
+  EXPECT(cudaMemsetAsync(recv, 0, sizeof value, blocking) == cudaSuccess);
+  EXPECT(read_on(cudaStreamLegacy, recv) == 0.0f);
+  /* ... not for a non-blocking one's, until that stream is waited for. */
+  EXPECT(ncclAllReduce(send, recv, 1, ncclFloat, ncclSum, comm,
+                       nonblocking) == ncclSuccess);
+  EXPECT(read_on(cudaStreamLegacy, recv) == 0.0f);
+  EXPECT(cudaStreamSynchronize(nonblocking) == cudaSuccess);
+  EXPECT(read_on(cudaStreamLegacy, recv) == 3.0f);
+
+  EXPECT(cudaEventDestroy(start) == cudaSuccess);
+  EXPECT(cudaEventDestroy(stop) == cudaSuccess);
+  EXPECT(cudaStreamDestroy(blocking) == cudaSuccess);
+  EXPECT(cudaStreamDestroy(nonblocking) == cudaSuccess);
   EXPECT(ncclMemFree(send) == ncclSuccess);
   EXPECT(ncclMemFree(recv) == ncclSuccess);
   done(comm);
@@ -241,6 +304,7 @@ int main(void)
 {
   fresh_memory_is_nan();
   copies_land_on_their_stream();
+  collectives_run_when_waited_for();
   handles_per_version();
   local_registration_is_shared();
   registration_waits_for_group_end("22809", SENTINEL);

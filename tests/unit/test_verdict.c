@@ -1,19 +1,28 @@
 /* The watchdog's decisions (instruments/include/verdict.h), from their
- * definitions: states 1 own call, 3 NCCL call, 2 wait, 0 no call, -1 not
- * running; a limit of 2 s. */
+ * definitions; a limit of 2 s. */
 #include <stdio.h>
 
 #include "test_util.h"
 #include "verdict.h"
 
-enum { OWN = 1, NCCL = 3, WAIT = 2, NONE = 0, GONE = -1 };
+enum { OWN = CALL_OWN, NCCL = CALL_NCCL, WAIT = CALL_WAIT, NONE = CALL_NONE,
+       GONE = CALL_GONE };
 #define LIMIT 2
 
-/* A rank in `state` for `s` seconds, whose last call ended `idle` s ago. */
+/* A rank in `state` for `s` seconds, whose last call ended `idle` s ago,
+ * after 5 calls that all ranks make. */
 static rank_view at(int rank, int state, double s, double idle)
 {
-  return (rank_view){.rank = rank, .state = state, .ms = s * 1e3,
-                     .idle_ms = idle * 1e3};
+  return (rank_view){.rank = rank, .state = (enum call_state)state,
+                     .ms = s * 1e3, .idle_ms = idle * 1e3, .seq = 5};
+}
+
+/* The same, after `seq` calls that all ranks make. */
+static rank_view at_seq(int rank, int state, double s, unsigned long seq)
+{
+  rank_view v = at(rank, state, s, s);
+  v.seq = seq;
+  return v;
 }
 
 static int blamed(const rank_view *r, int n)
@@ -65,6 +74,28 @@ int main(void)
   EXPECT(blamed(two_own, 3) == 1);
   rank_view none_suspect[] = {at(0, GONE, 0, 0), at(1, NONE, 0.1, 0.1)};
   EXPECT(blamed(none_suspect, 2) == -1);
+
+  /* On a GPU, NCCL's collectives return once queued: the ranks that
+   * queued one wait for the GPU (WAIT), the rank stuck before queuing its
+   * own is in the NCCL call (NCCL) and is named, at any position. */
+  for (int stuck = 0; stuck < 4; stuck++) {
+    rank_view four[4];
+    for (int r = 0; r < 4; r++)
+      four[r] = r == stuck ? at(r, NCCL, 2.1, 2.1) : at(r, WAIT, 2.2, 2.2);
+    EXPECT(blamed(four, 4) == stuck);
+  }
+  /* Behind the others in the calls all ranks make, whatever it is in: a
+   * rank still waiting for the GPU (its collective ran, its host thread
+   * is stuck) while the others have moved on into the next NCCL call. */
+  rank_view behind[] = {at_seq(0, NCCL, 2.5, 7), at_seq(1, WAIT, 2.1, 6),
+                        at_seq(2, NCCL, 2.4, 7)};
+  EXPECT(blamed(behind, 3) == 1);
+  /* ... but a call of its own comes first, even ahead of the others. */
+  rank_view own_ahead[] = {at_seq(0, OWN, 2.1, 7), at_seq(1, WAIT, 3.0, 6)};
+  EXPECT(blamed(own_ahead, 2) == 0);
+  /* A rank not suspect at all is never named, behind or not. */
+  rank_view fresh_behind[] = {at_seq(0, NONE, 0.1, 3), at_seq(1, WAIT, 3.0, 6)};
+  EXPECT(blamed(fresh_behind, 2) == 1);
 
   if (test_failures == 0)
     printf("test_verdict: all checks passed\n");

@@ -1,0 +1,271 @@
+/* ncclsim: the streams' queues of work (see sim.h). CUDA and NCCL queue
+ * work on a stream and return before it runs; the simulation does the
+ * same, at its least convenient: queued work runs only when a host call
+ * must wait for it (a synchronisation of its stream, an event's, the
+ * device's, a copy into host memory, a freeing call), never in the
+ * background. So a program that reads a collective's result without
+ * waiting for its stream reads the old bytes, and a rank that never queues
+ * its collective leaves the others waiting in their synchronisation, as on
+ * a GPU. */
+#include "sim.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct work {
+  struct work *next;
+  const void *queue; /* queue_key of its stream */
+  const void *owner; /* the queuing thread (its per-thread stream key) */
+  int device;
+  int running; /* a thread is running it now */
+  enum work_kind kind;
+  void *dst;
+  const void *src; /* WORK_COPY: read when it runs; NULL: `bytes` */
+  size_t size;
+  unsigned char *bytes; /* WORK_COPY staged at the call; WORK_MEMSET's value */
+  sim_node node;        /* WORK_COLLECTIVE */
+  struct CUevent_st *event;
+  unsigned long record; /* WORK_EVENT: which record of the event */
+} work;
+
+static work *queued; /* oldest first; guarded by `lock` */
+static pthread_cond_t ran = PTHREAD_COND_INITIALIZER; /* a work ended */
+static const char legacy_keys[1024];                    /* per device */
+static _Thread_local char per_thread_stream_key = 'T';
+
+/* The legacy default stream of the current device: one per device (its
+ * context), shared by the device's threads. */
+static const void *legacy_key(void)
+{
+  int d = current_device;
+  return &legacy_keys[d >= 0 && d < (int)sizeof legacy_keys ? d : 0];
+}
+
+static int is_legacy(const void *key)
+{
+  return (const char *)key >= legacy_keys &&
+         (const char *)key < legacy_keys + sizeof legacy_keys;
+}
+
+const void *queue_key(cudaStream_t stream, int ptds_entry)
+{
+  if (stream == cudaStreamPerThread || (stream == NULL && ptds_entry))
+    return &per_thread_stream_key;
+  if (stream == NULL || stream == cudaStreamLegacy)
+    return legacy_key();
+  return stream;
+}
+
+/* Runs one work, without the lock: a collective waits for its peers. */
+static void run(const work *w)
+{
+  switch (w->kind) {
+  case WORK_COPY: memmove(w->dst, w->src ? w->src : w->bytes, w->size); break;
+  case WORK_MEMSET: memset(w->dst, w->bytes[0], w->size); break;
+  case WORK_COLLECTIVE: run_collective(&w->node); break;
+  case WORK_EVENT:
+    clock_gettime(CLOCK_MONOTONIC, &w->event->when);
+    __atomic_store_n(&w->event->landed, w->record, __ATOMIC_RELEASE);
+    break;
+  case WORK_NOTHING: break;
+  }
+}
+
+/* Runs the oldest queued work that `take` selects, after any earlier work
+ * of its queue that another thread is running. Returns 0 if none is left,
+ * else 1 and, in *was, the event and record of the work run (for
+ * land_event). */
+static int land_one(int (*take)(const work *, const void *), const void *arg,
+                    work *was)
+{
+  pthread_mutex_lock(&lock);
+  work *w;
+  for (;;) {
+    w = queued;
+    while (w != NULL && !take(w, arg))
+      w = w->next;
+    if (w == NULL || !w->running)
+      break;
+    pthread_cond_wait(&ran, &lock); /* its queue's order: wait, look again */
+  }
+  if (w == NULL) {
+    pthread_mutex_unlock(&lock);
+    return 0;
+  }
+  w->running = 1;
+  pthread_mutex_unlock(&lock);
+  run(w);
+  pthread_mutex_lock(&lock);
+  int found;
+  LIST_UNLINK(queued, w, found);
+  (void)found;
+  pthread_cond_broadcast(&ran);
+  pthread_mutex_unlock(&lock);
+  if (was != NULL)
+    *was = *w;
+  free(w->bytes);
+  free(w);
+  return 1;
+}
+
+static int in_queue(const work *w, const void *key) { return w->queue == key; }
+/* The calling thread's work on its current device. */
+static int mine_here(const work *w, const void *unused)
+{
+  (void)unused;
+  return w->owner == &per_thread_stream_key && w->device == current_device;
+}
+/* Work that names communicator `comm`, or anything queued before it on
+ * that work's queue (land_comm). */
+static int of_comm(const work *w, const void *comm)
+{
+  return w->kind == WORK_COLLECTIVE && w->node.comm == comm;
+}
+
+void land_queue(const void *key)
+{
+  while (land_one(in_queue, key, NULL))
+    ;
+}
+
+void land_device_work(void)
+{
+  while (land_one(mine_here, NULL, NULL))
+    ;
+}
+
+void land_comm(const struct ncclComm *comm)
+{
+  for (;;) { /* the oldest collective of comm, and its queue before it */
+    pthread_mutex_lock(&lock);
+    const work *w = queued;
+    while (w != NULL && !of_comm(w, comm))
+      w = w->next;
+    const void *key = w ? w->queue : NULL;
+    pthread_mutex_unlock(&lock);
+    if (key == NULL)
+      return;
+    work was;
+    while (land_one(in_queue, key, &was) &&
+           !(was.kind == WORK_COLLECTIVE && was.node.comm == comm))
+      ;
+  }
+}
+
+void drop_comm(const struct ncclComm *comm)
+{
+  pthread_mutex_lock(&lock);
+  for (work **link = &queued; *link;) {
+    work *w = *link;
+    if (of_comm(w, comm) && !w->running) {
+      *link = w->next;
+      free(w->bytes);
+      free(w);
+    } else {
+      link = &w->next;
+    }
+  }
+  pthread_mutex_unlock(&lock);
+}
+
+void land_event(struct CUevent_st *event)
+{
+  const void *key = event->queue;
+  while (__atomic_load_n(&event->landed, __ATOMIC_ACQUIRE) < event->recorded &&
+         land_one(in_queue, key, NULL))
+    ;
+}
+
+void drop_event(const struct CUevent_st *event)
+{
+  pthread_mutex_lock(&lock);
+  for (work *w = queued; w; w = w->next)
+    if (w->kind == WORK_EVENT && w->event == event)
+      w->kind = WORK_NOTHING; /* the event is gone */
+  pthread_mutex_unlock(&lock);
+}
+
+/* Work on the legacy default stream waits for every blocking stream of its
+ * device, and work on those (and on the per-thread default stream) waits
+ * for the legacy default stream; non-blocking streams wait for neither.
+ * The simulation runs that earlier work at once (a host wait where a GPU
+ * would only order the streams), so the order holds. */
+static void order_after_other_streams(const void *key, cudaStream_t stream)
+{
+  if (is_legacy(key)) {
+    for (;;) {
+      pthread_mutex_lock(&lock);
+      const void *other = NULL;
+      for (const work *w = queued; w && !other; w = w->next)
+        if (w->device == current_device && !is_legacy(w->queue) &&
+            w->queue != (const void *)&per_thread_stream_key &&
+            w->owner == &per_thread_stream_key)
+          for (const struct CUstream_st *s = streams; s; s = s->next)
+            if ((const void *)s == w->queue && !s->nonblocking)
+              other = w->queue;
+      pthread_mutex_unlock(&lock);
+      if (other == NULL)
+        return;
+      land_queue(other);
+    }
+  }
+  int waits_for_legacy = key == &per_thread_stream_key;
+  if (!waits_for_legacy) {
+    pthread_mutex_lock(&lock);
+    for (const struct CUstream_st *s = streams; s; s = s->next)
+      if (s == stream)
+        waits_for_legacy = !s->nonblocking;
+    pthread_mutex_unlock(&lock);
+  }
+  if (waits_for_legacy)
+    land_queue(legacy_key());
+}
+
+void stream_sync_point(cudaStream_t stream, int ptds_entry)
+{
+  const void *key = queue_key(stream, ptds_entry);
+  order_after_other_streams(key, stream);
+  land_queue(key);
+}
+
+int enqueue(cudaStream_t stream, int ptds_entry, const work_item *item)
+{
+  const void *key = queue_key(stream, ptds_entry);
+  order_after_other_streams(key, stream);
+  work *w = calloc(1, sizeof *w);
+  size_t staged = item->kind == WORK_COPY && item->src == NULL ? item->size
+                  : item->kind == WORK_MEMSET                  ? 1
+                                                               : 0;
+  unsigned char *bytes = staged ? malloc(staged) : NULL;
+  if (w == NULL || (staged && bytes == NULL)) {
+    free(w);
+    free(bytes);
+    return 0;
+  }
+  if (item->kind == WORK_COPY && item->src == NULL)
+    memcpy(bytes, item->staged, item->size); /* the host's bytes, now */
+  if (item->kind == WORK_MEMSET)
+    bytes[0] = (unsigned char)item->value;
+  *w = (work){.queue = key,
+              .owner = &per_thread_stream_key,
+              .device = current_device,
+              .kind = item->kind,
+              .dst = item->dst,
+              .src = item->src,
+              .size = item->size,
+              .bytes = bytes,
+              .event = item->event};
+  if (item->kind == WORK_COLLECTIVE)
+    w->node = item->node;
+  pthread_mutex_lock(&lock);
+  if (item->kind == WORK_EVENT) {
+    w->record = ++item->event->recorded;
+    item->event->queue = key;
+  }
+  work **link = &queued;
+  while (*link)
+    link = &(*link)->next;
+  *link = w;
+  pthread_mutex_unlock(&lock);
+  return 1;
+}
