@@ -126,16 +126,35 @@ static enum parse_result parse_count(const char *text, example_options *opts)
   return PARSE_OK;
 }
 
-/* getopt's ':' (a value missing) and '?' (an option nobody knows). */
-static enum parse_result parse_mistake(int c, char *argv[])
+/* getopt's ':' (a value missing) and '?' (an option nobody knows, or a
+ * value given to one that takes none). `arg` is the argument getopt was
+ * reading: a long option always has one of its own; a short one may sit
+ * inside a cluster such as -zq, so it is named by getopt's optopt. */
+static enum parse_result parse_mistake(int c, const char *arg,
+                                       const struct option *longs)
 {
-  if (c == ':')
-    return option_error("option '%s' needs a value\n", argv[optind - 1]);
-  /* A short option (optopt) may sit inside a cluster such as -zq, where
-   * optind still names an earlier argument. */
+  if (strncmp(arg, "--", 2) == 0 && arg[2] != '\0') {
+    size_t len = strcspn(arg + 2, "=");
+    const struct option *named = NULL; /* as getopt: whole, or a prefix */
+    int prefixes = 0;
+    for (const struct option *o = longs; o->name != NULL; o++)
+      if (strncmp(o->name, arg + 2, len) == 0) {
+        prefixes++;
+        if (named == NULL || strlen(o->name) == len)
+          named = o;
+      }
+    if (named != NULL && (prefixes == 1 || strlen(named->name) == len)) {
+      if (c == ':')
+        return option_error("option '--%s' needs a value\n", named->name);
+      return option_error("option '--%s' takes no value (got '%s')\n",
+                          named->name, arg);
+    }
+    return option_error("unknown option '--%.*s'\n", (int)len, arg + 2);
+  }
   char short_opt[3] = {'-', (char)optopt, '\0'};
-  return option_error("unknown option '%s'\n",
-                      optopt != 0 ? short_opt : argv[optind - 1]);
+  if (c == ':')
+    return option_error("option '%s' needs a value\n", short_opt);
+  return option_error("unknown option '%s'\n", short_opt);
 }
 
 enum parse_result parse_options(int argc, char *argv[], example_options *opts,
@@ -152,8 +171,9 @@ enum parse_result parse_options(int argc, char *argv[], example_options *opts,
 
   int count_given = 0; /* -n, which some instruments do not use */
   opterr = 0;          /* we print our own messages */
-  optind = 1;
-  for (int c; (c = getopt_long(argc, argv, shorts, longs, NULL)) != -1;) {
+  optind = 0; /* 0, not 1: getopt forgets a cluster a first parse left */
+  for (int c, at = 1; (c = getopt_long(argc, argv, shorts, longs, NULL)) != -1;
+       at = optind) {
     enum parse_result r = PARSE_OK;
     if (c == 'h') {
       if (!quiet)
@@ -163,7 +183,7 @@ enum parse_result parse_options(int argc, char *argv[], example_options *opts,
       r = parse_count(optarg, opts);
       count_given = 1;
     } else if (c == ':' || c == '?') {
-      r = parse_mistake(c, argv);
+      r = parse_mistake(c, argv[at < argc ? at : argc - 1], longs);
     } else {
       r = instruments_option(c, optarg);
     }

@@ -72,10 +72,13 @@ void host_identity(char *out, size_t size);
  * then replaces config.CTAPolicy. From 2.29 (the 2.29.7 and 2.30.7
  * libraries; 2.30.7's src/init.cc, getEnvCtaPolicyOnce): a leading digit
  * 0, 1 or 2 is that policy, any other digit DEFAULT (0); else names
- * DEFAULT, EFFICIENCY, ZERO, any case, joined by '|', unknown ones ignored.
- * Before (2.28.9's library reads it with ncclParamCtaPolicy): an integer,
- * as nccl_int_variable. Returns 1 and *policy, or 0 when the text sets
- * nothing (then the config's policy stands). */
+ * DEFAULT, EFFICIENCY, ZERO, any case, joined by '|', unknown ones ignored;
+ * ZERO with EFFICIENCY is ZERO (2.29.2 and 2.30.7 src/init.cc,
+ * envConfigOverride). Before (2.28.9's library reads it with
+ * ncclParamCtaPolicy): an integer, as nccl_int_variable, and one outside
+ * 0..2 is DEFAULT ("CTAPolicy %d is not a valid value", 2.28.3 and 2.28.9
+ * src/init.cc). Returns 1 and the policy NCCL then uses in *policy, or 0
+ * when the text sets nothing (then the config's policy stands). */
 int nccl_env_cta_policy(const char *text, int nccl, int *policy);
 
 /* Writes the report (one or two lines, each ending in a newline) for

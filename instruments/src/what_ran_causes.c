@@ -49,6 +49,9 @@ int nccl_env_cta_policy(const char *text, int nccl, int *policy)
     if (errno != 0)
       return 0;
     *policy = (int)value;
+    /* NCCL resets a policy outside DEFAULT..ZERO to DEFAULT. */
+    if (*policy < NCCL_CTA_POLICY_DEFAULT || *policy > NCCL_CTA_POLICY_ZERO)
+      *policy = NCCL_CTA_POLICY_DEFAULT;
     return 1;
   }
   if (isdigit((unsigned char)text[0])) {
@@ -67,6 +70,9 @@ int nccl_env_cta_policy(const char *text, int nccl, int *policy)
       }
     t += len + (t[len] == '|');
   }
+  /* ZERO with EFFICIENCY keeps ZERO alone. */
+  if (value & NCCL_CTA_POLICY_ZERO)
+    value &= ~NCCL_CTA_POLICY_EFFICIENCY;
   if (found)
     *policy = value;
   return found;

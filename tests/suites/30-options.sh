@@ -16,6 +16,26 @@ for p in $PROGRAMS; do
     need real-programs-pthread
     run "$bin" -zq; want_status 2; want_err "$p: unknown option '-z'"; want_err "$p: run '$p -h' for the options"; end
   fi
+  # A value given to a long option that takes none names that option as
+  # typed (getopt gives no letter for it; a raw byte was printed once), an
+  # abbreviation included.
+  for a in --bench=1 --overlap=1 --graph=no --help=yes --ben=1; do
+    if begin "options/$p-value-to-$a"; then
+      need real-programs-pthread
+      case $a in --help=*) o=--help ;; --graph=*) o=--graph ;; --overlap=*) o=--overlap ;; *) o=--bench ;; esac
+      run "$bin" "$a"; want_status 2; want_err "$p: option '$o' takes no value (got '$a')"; end
+    fi
+  done
+  # MPI parses the command line twice (quietly first): the second parse
+  # must start afresh, not inside the cluster the first one stopped in.
+  if begin "options/$p-mpi-unknown-option-in-a-cluster" && mpi_cases "$name"; then
+    sim_run sim-mpi "$p" 2 -zq
+    want_status 2; want_err "$p: rank 0: unknown option '-z'"; end
+  fi
+  if begin "options/$p-long-option-value-missing"; then
+    need real-programs-pthread
+    run "$bin" --bench --csv; want_status 2; want_err "$p: option '--csv' needs a value"; end
+  fi
   for v in 0 abc 2x -5 99999999999999999999999; do
     if begin "options/$p-count-$v"; then
       need real-programs-pthread
@@ -35,7 +55,7 @@ for p in $PROGRAMS; do
   # what is allowed, then the line that points at -h; never the whole usage.
   if begin "options/$p-one-form-for-every-mistake"; then
     need real-programs-pthread
-    for args in "--bogus" "-zq" "16" "-n" "-n 0" "-n 1K" "--timeout x" "--csv out.csv" \
+    for args in "--bogus" "-zq" "16" "-n" "-n 0" "-n 1K" "--timeout x" "--csv out.csv" "--bench=1" \
       "--bench -n 16" "--bench -f 1" "--bench -r 5 -i 4" "--bench -b 2M -e 1M"; do
       # shellcheck disable=SC2086 # the arguments are words
       run "$bin" $args

@@ -175,7 +175,8 @@ int main(void)
   const int v228 = NCCL_VERSION(2, 28, 9), v230 = NCCL_VERSION(2, 30, 7);
   int pol = -1;
   EXPECT(nccl_env_cta_policy("ZERO", v230, &pol) && pol == 2);
-  EXPECT(nccl_env_cta_policy("zero|efficiency", v230, &pol) && pol == 3);
+  /* Both: NCCL unsets EFFICIENCY (2.30.7 src/init.cc). */
+  EXPECT(nccl_env_cta_policy("zero|efficiency", v230, &pol) && pol == 2);
   EXPECT(nccl_env_cta_policy("0", v230, &pol) && pol == 0);
   EXPECT(nccl_env_cta_policy("2", v230, &pol) && pol == 2);
   EXPECT(nccl_env_cta_policy("7", v230, &pol) && pol == 0);
@@ -186,6 +187,11 @@ int main(void)
   EXPECT(nccl_env_cta_policy("ZERO", v228, &pol) && pol == 0); /* strtoll */
   EXPECT(nccl_env_cta_policy("2", v228, &pol) && pol == 2);
   EXPECT(nccl_env_cta_policy("0x2", v228, &pol) && pol == 2);
+  /* Outside 0..2, 2.28 resets it to DEFAULT: no ZERO, whatever its bits
+   * (2.28.3 and 2.28.9 src/init.cc). */
+  for (const char *const *t = (const char *const[]){"3", "-1", "6", NULL}; *t;
+       t++)
+    EXPECT(nccl_env_cta_policy(*t, v228, &pol) && pol == 0);
   /* NCCL's integer variables: strtoll(text, NULL, 0). */
   setenv("NCCL_WIN_ENABLE", "0x0", 1);
   EXPECT(nccl_int_variable("NCCL_WIN_ENABLE", 1) == 0);
