@@ -48,6 +48,7 @@
  *   SIM_L2_BYTES=N       the L2 cache size cudaDeviceGetAttribute reports
  *                        (default 50 MiB)
  *   SIM_NO_P2P=1         no GPU pair has CUDA P2P access
+ *   SIM_REPLAYS_DO_NOTHING=1  cudaGraphLaunch succeeds and runs nothing
  * Like NCCL >= 2.30, it lets several ranks of one communicator use one
  * device only with NCCL_MULTI_RANK_GPU_ENABLE set to a non-zero number and a
  * simulated version >= 2.30. Ranks that are threads sharing a device share

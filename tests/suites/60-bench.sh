@@ -150,6 +150,16 @@ for p in $PROGRAMS; do
     no_violation
     end
   fi
+  # A replay that runs nothing (and fails nothing) must not pass as
+  # verified: the check reads the last replay's result, poisoned before it.
+  if begin "bench/sim-pthread/$p-graph-replay-does-nothing"; then
+    SIM_REPLAYS_DO_NOTHING=1 sim_run sim-pthread $p 2 --bench -b 4K -e 4K -w 1 -i 2 --graph
+    want_status 1
+    want_out "Benchmark results verification failed"
+    want_err "at 4096 bytes, replayed from a CUDA graph: wrong result on at least one rank"
+    no_violation
+    end
+  fi
   if begin "bench/sim-pthread/$p-csv-write-fails"; then
     sim_run sim-pthread $p 2 --bench -b 4K -e 4K -w 1 -i 2 --csv /dev/full
     want_status 1

@@ -132,6 +132,14 @@ static void release(graph *g)
   g->n = 0;
 }
 
+/* Collective: sets every element of this rank's result to all ones (NaN),
+ * so that a result the collective did not write fails the check. */
+static void poison_result(bench *b, const mode *m, size_t count)
+{
+  size_t total = b->coll->result_count(count, b->ctx->nranks);
+  CUDACHECK(cudaMemsetAsync(m->recv, 0xff, total * sizeof(float), b->stream));
+}
+
 /* Collective: the -i operations as -r loops, each loop's time per
  * operation on the slowest rank, into us[]. Eager: -w warm-up operations
  * before the first loop, then each loop's operations launched one by one
@@ -161,6 +169,10 @@ static void time_loops(bench *b, const mode *m, size_t count, int replay,
         CUDACHECK(cudaGraphLaunch(g->exec, b->stream)); /* untimed */
       }
       collective_op(&op); /* untimed, as above */
+      /* The result the check reads must be the last replay's own, not the
+       * untimed operation's just before it. */
+      if (k == nloops - 1)
+        poison_result(b, m, count);
       CUDACHECK(cudaEventRecord(b->start, b->stream));
       CUDACHECK(cudaGraphLaunch(g->exec, b->stream));
       CUDACHECK(cudaEventRecord(b->stop, b->stream));
@@ -169,14 +181,6 @@ static void time_loops(bench *b, const mode *m, size_t count, int replay,
   }
   release(&graphs[0]);
   release(&graphs[1]);
-}
-
-/* Collective: sets every element of this rank's result to all ones (NaN),
- * so that a result the collective did not write fails the check. */
-static void poison_result(bench *b, const mode *m, size_t count)
-{
-  size_t total = b->coll->result_count(count, b->ctx->nranks);
-  CUDACHECK(cudaMemsetAsync(m->recv, 0xff, total * sizeof(float), b->stream));
 }
 
 result measure(bench *b, const mode *m, size_t count)
@@ -192,8 +196,7 @@ result measure(bench *b, const mode *m, size_t count)
 
   res.graph = (loops){NAN, NAN, NAN, NAN, ""};
   if (b->opts->graph) {
-    poison_result(b, m, count); /* the check below sees the replays' */
-    time_loops(b, m, count, 1, us);
+    time_loops(b, m, count, 1, us); /* poisons before its last replay */
     res.graph = loops_of(us, nloops);
     res.wrong_graph = all_ranks_max(ctx, result_is_wrong(b, m, count));
     /* No CUPTI attribution of a replay: on one H200 (NCCL 2.30.7, CUDA
