@@ -31,6 +31,29 @@ if command -v clang >/dev/null && [ $HAVE_MPI = 1 ]; then
 else
   skip build/clang-MPI=1 "clang or MPI not installed"
 fi
+# The facts probe built against the simulation relinks when the
+# simulation's object changes (else the facts/sim cases test an old one):
+# built into a scratch folder from a copy of the object, whose time is then
+# moved ahead.
+if begin build/facts-probe-relinks-when-the-simulation-changes; then
+  need sim-tools/nccl_facts
+  mkdir -p "$f.dir" && cp "$B/sim-pthread/sim.o" "$f.dir/sim.o"
+  probe=(make --no-print-directory -s -C "$ROOT/tools" facts FACTS_BIN="$f.dir/nccl_facts"
+    RUNTIME_LIBS="$f.dir/sim.o" HAVE_CUPTI=0 HAVE_CUBLAS=0)
+  run "${probe[@]}"
+  want_status 0
+  # The probe newer than its sources, the object newer still: only the
+  # object can make it relink (which gives it the time of now).
+  touch -d '+30 min' "$f.dir/nccl_facts" && touch -d '+1 hour' "$f.dir/sim.o"
+  before=$(stat -c %Y "$f.dir/nccl_facts" 2>/dev/null)
+  run "${probe[@]}"
+  want_status 0
+  after=$(stat -c %Y "$f.dir/nccl_facts" 2>/dev/null)
+  [ -n "$before" ] && [ "$after" != "$before" ] ||
+    why+="the probe was not relinked after its simulation changed; "
+  end
+fi
+
 if begin build/install; then
   run make --no-print-directory -s -C 02_allgather/c install BUILD_DIR="$B/install/obj" \
     BIN="$B/install/allgather_ce" DESTDIR="$B/install/root" PREFIX=/opt/symmem
