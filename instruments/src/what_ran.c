@@ -189,10 +189,11 @@ void what_ran_format(const char *collective, int want_ce, int n,
     text_add(out, size, "\n");
     free(done);
   }
+  /* A rank not measured (CUPTI failed there) says nothing against it. */
   enum what_class want = want_ce ? RAN_COPY_ENGINE : RAN_SYMMETRIC;
   int all_as_wanted = 1;
   for (int r = 0; r < n; r++)
-    all_as_wanted &= cls[r] == want;
+    all_as_wanted &= cls[r] == want || cls[r] == RAN_UNKNOWN;
   if (!all_as_wanted) {
     text_add(out, size, "%s: ",
              want_ce ? "Why not the copy engines" : "Why no symmetric kernel");

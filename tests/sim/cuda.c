@@ -220,16 +220,22 @@ static cudaError_t copy(const char *call, void *dst, const void *src,
       (kind == cudaMemcpyDeviceToHost && !src_dev) ||
       (kind == cudaMemcpyDeviceToDevice && !(dst_dev && src_dev)))
     return cudaErrorInvalidValue;
-  work_item item = {.kind = WORK_COPY, .dst = dst, .size = count};
-  if (kind == cudaMemcpyHostToDevice)
+  /* CUPTI's CUpti_ActivityMemcpyKind: HTOD 1, DTOH 2, DTOD 8. */
+  work_item item = {.kind = WORK_COPY, .dst = dst, .size = count,
+                    .copy_kind = 8};
+  if (kind == cudaMemcpyHostToDevice) {
     item.staged = src;
-  else if (kind == cudaMemcpyDeviceToDevice)
+    item.copy_kind = 1;
+  } else if (kind == cudaMemcpyDeviceToDevice) {
     item.src = src;
+  }
   if (kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice)
     return enqueue(stream, ptds_entry, &item) ? cudaSuccess
                                                : cudaErrorMemoryAllocation;
   stream_sync_point(stream, ptds_entry);
   memmove(dst, src, count);
+  if (cupti_copy != NULL && cupti_launch != NULL)
+    cupti_copy(cupti_launch(), current_device, 2, count);
   return cudaSuccess;
 }
 
@@ -315,6 +321,7 @@ cudaError_t cudaMemcpyPeerAsync(void *dst, int dst_device, const void *src,
   pthread_mutex_unlock(&lock);
   if (!inside)
     return cudaErrorInvalidValue;
-  work_item item = {.kind = WORK_COPY, .dst = dst, .src = src, .size = count};
+  work_item item = {.kind = WORK_COPY, .dst = dst, .src = src, .size = count,
+                    .copy_kind = 10}; /* CUpti_ActivityMemcpyKind PTOP */
   return enqueue(stream, 1, &item) ? cudaSuccess : cudaErrorMemoryAllocation;
 }

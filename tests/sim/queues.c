@@ -26,6 +26,8 @@ typedef struct work {
   sim_node node;        /* WORK_COLLECTIVE */
   struct CUevent_st *event;
   unsigned long record; /* WORK_EVENT: which record of the event */
+  uint32_t correlation; /* its CUPTI API record's (cupti.c), or 0 */
+  int copy_kind;        /* WORK_COPY: CUPTI's word for its direction */
 } work;
 
 static work *queued; /* oldest first; guarded by `lock` */
@@ -60,9 +62,17 @@ const void *queue_key(cudaStream_t stream, int ptds_entry)
 static void run(const work *w)
 {
   switch (w->kind) {
-  case WORK_COPY: memmove(w->dst, w->src ? w->src : w->bytes, w->size); break;
+  case WORK_COPY:
+    memmove(w->dst, w->src ? w->src : w->bytes, w->size);
+    if (cupti_copy != NULL)
+      cupti_copy(w->correlation, w->device, w->copy_kind, w->size);
+    break;
   case WORK_MEMSET: memset(w->dst, w->bytes[0], w->size); break;
-  case WORK_COLLECTIVE: run_collective(&w->node); break;
+  case WORK_COLLECTIVE:
+    run_collective(&w->node);
+    if (cupti_collective != NULL)
+      cupti_collective(w->correlation, &w->node);
+    break;
   case WORK_EVENT:
     clock_gettime(CLOCK_MONOTONIC, &w->event->when);
     __atomic_store_n(&w->event->landed, w->record, __ATOMIC_RELEASE);
@@ -254,7 +264,9 @@ int enqueue(cudaStream_t stream, int ptds_entry, const work_item *item)
               .src = item->src,
               .size = item->size,
               .bytes = bytes,
-              .event = item->event};
+              .event = item->event,
+              .correlation = cupti_launch != NULL ? cupti_launch() : 0,
+              .copy_kind = item->copy_kind};
   if (item->kind == WORK_COLLECTIVE)
     w->node = item->node;
   pthread_mutex_lock(&lock);

@@ -49,6 +49,7 @@
  *                        (default 50 MiB)
  *   SIM_NO_P2P=1         no GPU pair has CUDA P2P access
  *   SIM_REPLAYS_DO_NOTHING=1  cudaGraphLaunch succeeds and runs nothing
+ *   SIM_CUPTI_FAIL=CALL:R[,...]  that CUPTI call fails on rank R (cupti.c)
  * Like NCCL >= 2.30, it lets several ranks of one communicator use one
  * device only with NCCL_MULTI_RANK_GPU_ENABLE set to a non-zero number and a
  * simulated version >= 2.30. Ranks that are threads sharing a device share
@@ -75,6 +76,7 @@
  *   windows.c     ncclMemAlloc/ncclMemFree and symmetric windows
  *   collectives.c ncclAllReduce and ncclAllGather
  *   cublas.c      cuBLAS's SGEMM (only with HAVE_CUBLAS)
+ *   cupti.c       CUPTI's activity records (only where cupti.h is)
  */
 #ifndef NCCLSIM_H
 #define NCCLSIM_H
@@ -84,6 +86,7 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <time.h>
 
 #define SIM_EXIT_VIOLATION 70
@@ -246,6 +249,7 @@ typedef struct work_item {
   int value;          /* WORK_MEMSET */
   sim_node node;      /* WORK_COLLECTIVE */
   struct CUevent_st *event; /* WORK_EVENT */
+  int copy_kind;      /* WORK_COPY: CUPTI's CUpti_ActivityMemcpyKind */
 } work_item;
 const void *queue_key(cudaStream_t stream, int ptds_entry);
 /* Queues the item on the stream, after the work of the streams it waits
@@ -266,6 +270,16 @@ void land_comm(const struct ncclComm *comm);
 void drop_comm(const struct ncclComm *comm);
 /* collectives.c: a queued collective, when it runs. */
 void run_collective(const sim_node *node);
+
+/* cupti.c, only in the builds that have it (weak: NULL elsewhere): an API
+ * record for a call that queues work, by the calling thread (its
+ * correlation id; 0 when CUPTI records nothing); the records of a copy
+ * (copy_kind: CUpti_ActivityMemcpyKind) or of a collective, when it runs. */
+uint32_t cupti_launch(void) __attribute__((weak));
+void cupti_copy(uint32_t correlation, int device, int copy_kind,
+                size_t bytes) __attribute__((weak));
+void cupti_collective(uint32_t correlation, const sim_node *node)
+    __attribute__((weak));
 
 /* Graph capture (streams.c): while `stream` is being captured, work queued
  * on it is recorded, not run, as CUDA does. record_collective returns 1

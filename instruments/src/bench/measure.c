@@ -54,30 +54,37 @@ static void engine_word(const engine_work *w, int nranks, engine_seen *seen)
 
 /* Collective: what each rank's work was in a few more operations, watched
  * by CUPTI after every size was timed (run.c), so that tracing does not
- * change the timing. Every rank classifies its own work; rank 0 says
- * "mixed" when the ranks differ. */
+ * change the timing. Every rank runs the operations, whether CUPTI works
+ * there or not, so that the collectives match; each classifies its own
+ * work ("n/a" where nothing was measured: CUPTI failed to start or to
+ * collect); rank 0 says "mixed" when the ranks differ, and the counts are
+ * -1 unless every rank measured. */
 void attribute(bench *b, const mode *m, size_t count, result *res)
 {
   const rank_ctx *ctx = b->ctx;
   engine_seen mine = {"n/a", ""};
   engine_work work = {0};
-  res->kernels = res->copies = -1;
-  if (b->engine_known && engine_probe_start()) {
-    uint64_t t0 = engine_probe_now();
-    coll_op op = {b, m, count};
-    for (int i = 0; i < ATTRIBUTION_OPS; i++)
-      collective_op(&op);
-    CUDACHECK(cudaStreamSynchronize(b->stream));
+  int started = b->engine_known && engine_probe_start(), measured = 0;
+  uint64_t t0 = started ? engine_probe_now() : 0;
+  coll_op op = {b, m, count};
+  for (int i = 0; i < ATTRIBUTION_OPS; i++)
+    collective_op(&op);
+  CUDACHECK(cudaStreamSynchronize(b->stream));
+  if (started) {
     uint64_t t1 = engine_probe_now();
     /* This rank's own work only: ranks sharing a GPU run on one device. */
-    engine_probe_collect(ctx->device, t0, t1, &work);
+    measured = engine_probe_collect(ctx->device, t0, t1, &work);
     engine_probe_stop();
-    engine_word(&work, ctx->nranks, &mine);
   }
-  /* Every rank takes part, known or not, so that the calls match. */
-  res->kernels = all_ranks_max(ctx, b->engine_known ? (int)work.kernels : -1);
-  res->copies = all_ranks_max(
-      ctx, b->engine_known ? (int)(work.copies + work.host_copies) : -1);
+  if (measured)
+    engine_word(&work, ctx->nranks, &mine);
+  /* Every rank takes part, measured or not, so that the calls match. */
+  const int all_measured = !all_ranks_max(ctx, !measured);
+  res->kernels = all_ranks_max(ctx, measured ? (int)work.kernels : -1);
+  res->copies =
+      all_ranks_max(ctx, measured ? (int)(work.copies + work.host_copies) : -1);
+  if (!all_measured)
+    res->kernels = res->copies = -1;
   engine_seen *all =
       ctx->rank == 0 ? host_calloc((size_t)ctx->nranks, sizeof *all) : NULL;
   all_ranks_gather(ctx, &mine, sizeof mine, all);

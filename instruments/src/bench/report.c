@@ -246,14 +246,14 @@ void report_header(bench *b)
                " roof; engine (CUPTI, each rank's own work): CE = copies only;"
                " SYM = NCCL's symmetric kernel; SM = other kernels; copy ="
                " one rank's local copy; mixed = the ranks differ (CSV:"
-               " kernel_names)\n",
+               " kernel_names); n/a = not measured\n",
                b->ranks_per_gpu, b->ranks_per_gpu);
   else
     print_root(ctx,
                "# %%roof: %s / roof; engine (CUPTI, each rank's own work): CE"
                " = copies only; SYM = NCCL's symmetric kernel; SM = other"
                " kernels; copy = one rank's local copy; mixed = the ranks"
-               " differ (CSV: kernel_names)\n",
+               " differ (CSV: kernel_names); n/a = not measured\n",
                ctx->nranks == 1 ? "algbw" : "busbw");
   print_root(ctx,
              "# L2: the size's buffers (every rank's on the GPU, or the"

@@ -161,9 +161,13 @@ int run_bench(const rank_ctx *ctx, enum example_collective collective)
   }
   if (o->overlap && last_count > 0)
     measure_overlap(&b, last_bytes, last_count);
-  b.engine_known = engine_probe_start();
-  if (b.engine_known)
+  /* Whether CUPTI works is agreed once, by every rank: a rank where it
+   * failed (a profiler holds it there, say) must not leave the others
+   * waiting in the attribution's collectives. */
+  int cupti_works = engine_probe_start();
+  if (cupti_works)
     engine_probe_stop();
+  b.engine_known = !all_ranks_max(ctx, !cupti_works);
   report_sizes(&b, runs, nruns);
   free(runs);
   if (last_count == 0)
