@@ -68,6 +68,28 @@ want_fact() { # ID CONTROL RESULT WINDOW DETAIL-PREFIX
   row=$(facts_row "$f.out" "$1")
   [[ $row == "$2	$3	$4	$5"* ]] || why+="$1 reads '$row', wanted '$2	$3	$4	$5...'; "
 }
+# Sizes that differ between ranks: refused before 2.30.5, windows from it,
+# with the row recorded on the H200 (docs/facts/nccl-2.30.7-2ranks.tsv);
+# every rank's AllReduce is checked, and a wrong one on rank 1 is reported.
+sizes_row="rank 0 registered 1 MiB; AllReduce in them: no error, cudaSuccess, 0 of 1024 wrong"
+for setting in "23007" "23007 SIM_WRONG_RESULT=1"; do
+  read -r version vars <<<"$setting"
+  if begin "facts/sim/nccl-$version-2ranks-sizes-differ${vars:+-${vars// /-}}"; then
+    need sim-tools/nccl_facts
+    # shellcheck disable=SC2086 # the variables are words
+    SIM_DIR=$TMPDIR run env SIM_NCCL_VERSION=$version SIM_DEVICES=2 $vars "$B/sim-tools/nccl_facts" \
+      --tsv --ranks 2 --only register.sizes-differ --timeout 20
+    want_status 0
+    if [ -z "$vars" ]; then
+      row=$(facts_row "$f.out" register.sizes-differ)
+      [ "$row" = "ok	no error	non-NULL	$sizes_row" ] || why+="register.sizes-differ reads '$row'; "
+    else
+      want_fact register.sizes-differ ok "no error" non-NULL "$sizes_row; rank 1: 1 wrong"
+    fi
+    end
+  fi
+done
+
 for setting in "22803" "22809 SIM_NO_SYMMETRIC=1 NCCL_LOCAL_REGISTER=0" "23007" "23007 SIM_NO_SYMMETRIC=1"; do
   read -r version vars <<<"$setting"
   c="facts/sim/nccl-$version${vars:+-${vars// /-}}"

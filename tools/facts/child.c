@@ -64,6 +64,7 @@ int child(const fact *f, int nranks)
     jobs[r] = (rank_job){
         .f = f, .rank = r, .nranks = nranks, .ngpus = ngpus, .id = id};
     jobs[r].out.window = WIN_NONE;
+    jobs[r].out.wrong = -1;
   }
   int started = 0;
   while (started < nranks && pthread_create(&threads[started], NULL, rank_main,
@@ -85,12 +86,17 @@ int child(const fact *f, int nranks)
     printf("n/a\t-\t-\t-\t%s\n", jobs[0].init_error);
   else if (o->na[0])
     printf("n/a\t-\t-\t-\t%s\n", o->na);
-  else
-    printf("%s\t%s\t%s\t%s\t%s%s\n", o->control_ok ? "ok" : "control failed",
+  else {
+    printf("%s\t%s\t%s\t%s\t%s", o->control_ok ? "ok" : "control failed",
            ncclGetErrorString(o->result), window_word(o->window),
            o->last_error[0] ? o->last_error : "-",
-           o->control_ok ? o->detail : o->control_why,
-           differ ? " (other ranks differ)" : "");
+           o->control_ok ? o->detail : o->control_why);
+    /* Rank 0's detail stands for all; a wrong result elsewhere is added. */
+    for (int r = 1; r < nranks; r++)
+      if (jobs[r].out.wrong > 0)
+        printf("; rank %d: %d wrong", r, jobs[r].out.wrong);
+    printf("%s\n", differ ? " (other ranks differ)" : "");
+  }
   fflush(stdout);
   free(threads);
   free(jobs);

@@ -38,6 +38,8 @@ typedef struct outcome {
   int window;            /* WIN_SET, WIN_NULL, WIN_NOT_WRITTEN, WIN_NONE */
   char last_error[160];  /* ncclGetLastError after the call */
   char detail[160];      /* the fact's own finding, if any */
+  int wrong;             /* elements of a result wrong on this rank, or -1
+                            (not checked): every rank's is reported */
   char na[160];          /* the fact cannot be asked here: why */
 } outcome;
 

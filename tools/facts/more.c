@@ -47,9 +47,13 @@ void fact_what_ran(const fact *f, ncclComm_t comm, int rank, int nranks,
     if (w.kernels == 0 && w.copies > 0)
       note(o->detail, sizeof o->detail, "copy engines: 0 kernels, %ld copies",
            w.copies);
+    else if (w.kernels == 0)
+      note(o->detail, sizeof o->detail,
+           "not measured: CUPTI recorded no kernel and no copy");
     else
       note(o->detail, sizeof o->detail, "kernels: %s%s",
-           w.nnames ? w.names[0] : "?", w.nnames > 1 ? ", ..." : "");
+           w.nnames ? w.names[0] : "(no name recorded)",
+           w.nnames > 1 ? ", ..." : "");
   } else {
     note(o->detail, sizeof o->detail, "not measured: %s",
          engine_probe_unavailable());

@@ -144,6 +144,7 @@ void fact_sizes_differ(const fact *f, ncclComm_t comm, int rank, int nranks,
     int wrong = 0;
     for (size_t i = 0; i < count; i++)
       wrong += host[i] != want;
+    o->wrong = wrong;
     note(o->detail, sizeof o->detail,
          "rank %d registered %zu MiB; AllReduce in them: %s, %s, %d of %zu"
          " wrong",
