@@ -149,7 +149,9 @@ static enum parse_result parse_mistake(int c, const char *arg,
       return option_error("option '--%s' takes no value (got '%s')\n",
                           named->name, arg);
     }
-    return option_error("unknown option '--%.*s'\n", (int)len, arg + 2);
+    char name[256]; /* what was typed, before any '=' */
+    snprintf(name, sizeof name, "%.*s", (int)len, arg + 2);
+    return option_error("unknown option '--%s'\n", name);
   }
   char short_opt[3] = {'-', (char)optopt, '\0'};
   if (c == ':')

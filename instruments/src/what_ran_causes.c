@@ -39,6 +39,9 @@ void host_identity(char *out, size_t size)
   snprintf(out, size, "%016llx", hash_bytes(id, strlen(id)));
 }
 
+/* nccl.h's NCCL_CTA_POLICY_* values, which headers before 2.28 lack. */
+enum { CTA_DEFAULT = 0, CTA_EFFICIENCY = 1, CTA_ZERO = 2 };
+
 int nccl_env_cta_policy(const char *text, int nccl, int *policy)
 {
   if (text == NULL || text[0] == '\0')
@@ -50,8 +53,8 @@ int nccl_env_cta_policy(const char *text, int nccl, int *policy)
       return 0;
     *policy = (int)value;
     /* NCCL resets a policy outside DEFAULT..ZERO to DEFAULT. */
-    if (*policy < NCCL_CTA_POLICY_DEFAULT || *policy > NCCL_CTA_POLICY_ZERO)
-      *policy = NCCL_CTA_POLICY_DEFAULT;
+    if (*policy < CTA_DEFAULT || *policy > CTA_ZERO)
+      *policy = CTA_DEFAULT;
     return 1;
   }
   if (isdigit((unsigned char)text[0])) {
@@ -71,8 +74,8 @@ int nccl_env_cta_policy(const char *text, int nccl, int *policy)
     t += len + (t[len] == '|');
   }
   /* ZERO with EFFICIENCY keeps ZERO alone. */
-  if (value & NCCL_CTA_POLICY_ZERO)
-    value &= ~NCCL_CTA_POLICY_EFFICIENCY;
+  if (value & CTA_ZERO)
+    value &= ~CTA_EFFICIENCY;
   if (found)
     *policy = value;
   return found;

@@ -189,10 +189,10 @@ void cupti_collective(uint32_t correlation, const sim_node *node)
                bytes);
     return;
   }
-  int windows = in_window(comm, node->send, bytes) &&
-                in_window(comm, node->recv, out);
+  int in_windows = in_window(comm, node->send, bytes) &&
+                   in_window(comm, node->recv, out);
   int v231 = simulated_version() >= NCCL_VERSION(2, 31, 0);
-  if (!windows)
+  if (!in_windows)
     kernel(correlation, comm->device,
            names[node->allgather ? (v231 ? AG_RING_231 : AG_RING_228)
                                  : (v231 ? AR_RING_231 : AR_RING_228)]);
