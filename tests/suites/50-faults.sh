@@ -363,8 +363,23 @@ fi
 # job (exit 3) instead of waiting for ever.
 if mpi_cases "hang/mpi/allreduce_sm-MPI_Finalize-on-rank-1" && begin "hang/mpi/allreduce_sm-MPI_Finalize-on-rank-1"; then
   need programs-sim-mpi hooks/mpi_finalize_hangs.so
-  SIM_DIR=$TMPDIR run "${MPIRUN[@]}" -np 2 -x LD_PRELOAD="$B/hooks/mpi_finalize_hangs.so" -x HANG_FINALIZE_RANK=1 \
-    "$B/sim-mpi/allreduce_sm" -n 64 --timeout 1
+  # Here both processes end at once, inside MPI_Finalize, and Open MPI
+  # 4.1.4's mpirun then sometimes fails in its own teardown after it has
+  # reported each process's exit code: it crashes (signal 11 in
+  # PMIx_server_finalize) or never exits (about 2 runs in 12 on this
+  # machine, with the programs as they were before this change too). Such a
+  # run says nothing of the programs: it runs again, at most twice more,
+  # and every assertion below holds for the run that counts.
+  for attempt in 1 2 3; do
+    TIMEOUT=30 SIM_DIR=$TMPDIR run "${MPIRUN[@]}" -np 2 -x LD_PRELOAD="$B/hooks/mpi_finalize_hangs.so" \
+      -x HANG_FINALIZE_RANK=1 "$B/sim-mpi/allreduce_sm" -n 64 --timeout 1
+    if { [ "$status" = 139 ] && grep -q 'PMIx_server_finalize' "$f.err"; } ||
+      { [ "$status" = 124 ] && grep -qE '^ *Exit code: *3 *$' "$f.err"; }; then
+      cp "$f.err" "$f.mpirun-failed-$attempt.err"
+      continue
+    fi
+    break
+  done
   want_status 3
   want_out "Results verified correctly"
   want_err "allreduce_sm: rank 1: in MPI_Finalize() (mpi.c:"
