@@ -151,20 +151,6 @@ void cupti_copy(uint32_t correlation, int device, int copy_kind, size_t bytes)
   keep(&r);
 }
 
-/* Does a symmetric window of comm hold [p, p + bytes)? */
-static int in_window(ncclComm_t comm, const void *p, size_t bytes)
-{
-  const unsigned char *b = p;
-  int found = 0;
-  pthread_mutex_lock(&lock);
-  for (const struct ncclWindow_vidmem *w = windows; w && !found; w = w->next)
-    found = w->comm == comm && !w->local_only &&
-            b >= (const unsigned char *)w->ptr &&
-            b + bytes <= (const unsigned char *)w->ptr + w->size;
-  pthread_mutex_unlock(&lock);
-  return found;
-}
-
 /* The kernel names as CUPTI gives them, mangled (a record keeps a pointer
  * to its name). */
 static const char *const names[] = {
@@ -189,8 +175,8 @@ void cupti_collective(uint32_t correlation, const sim_node *node)
                bytes);
     return;
   }
-  int in_windows = in_window(comm, node->send, bytes) &&
-                   in_window(comm, node->recv, out);
+  int in_windows = in_symmetric_window(comm, node->send, bytes) &&
+                   in_symmetric_window(comm, node->recv, out);
   int v231 = simulated_version() >= NCCL_VERSION(2, 31, 0);
   if (!in_windows)
     kernel(correlation, comm->device,

@@ -28,6 +28,8 @@ typedef struct work {
   unsigned long record; /* WORK_EVENT: which record of the event */
   uint32_t correlation; /* its CUPTI API record's (cupti.c), or 0 */
   int copy_kind;        /* WORK_COPY: CUPTI's word for its direction */
+  float fill_value;     /* WORK_FILL */
+  int lets_next_start;  /* WORK_FILL */
 } work;
 
 static work *queued; /* oldest first; guarded by `lock` */
@@ -68,6 +70,10 @@ static void run(const work *w)
       cupti_copy(w->correlation, w->device, w->copy_kind, w->size);
     break;
   case WORK_MEMSET: memset(w->dst, w->bytes[0], w->size); break;
+  case WORK_FILL:
+    for (size_t i = 0; i < w->size; i++)
+      ((float *)w->dst)[i] = w->fill_value;
+    break;
   case WORK_COLLECTIVE:
     run_collective(&w->node);
     if (cupti_collective != NULL)
@@ -266,17 +272,29 @@ int enqueue(cudaStream_t stream, int ptds_entry, const work_item *item)
               .bytes = bytes,
               .event = item->event,
               .correlation = cupti_launch != NULL ? cupti_launch() : 0,
-              .copy_kind = item->copy_kind};
+              .copy_kind = item->copy_kind,
+              .fill_value = item->fill_value,
+              .lets_next_start = item->lets_next_start};
   if (item->kind == WORK_COLLECTIVE)
     w->node = item->node;
+  const int early = item->kind == WORK_COLLECTIVE && reads_early(&item->node);
   pthread_mutex_lock(&lock);
   if (item->kind == WORK_EVENT) {
     w->record = ++item->event->recorded;
     item->event->queue = key;
   }
-  work **link = &queued;
-  while (*link)
-    link = &(*link)->next;
+  /* At the end, or, where NCCL reads early (reads_early), before a kernel
+   * of its stream that lets it start: it reads what was there before. */
+  work **link = &queued, **before_kernel = NULL;
+  for (; *link; link = &(*link)->next)
+    if ((*link)->queue == key)
+      before_kernel = (*link)->kind == WORK_FILL && (*link)->lets_next_start &&
+                              !(*link)->running
+                          ? link
+                          : NULL;
+  if (before_kernel != NULL && early)
+    link = before_kernel;
+  w->next = *link;
   *link = w;
   pthread_mutex_unlock(&lock);
   return 1;

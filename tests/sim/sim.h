@@ -230,6 +230,17 @@ int simulated_version(void);
 /* -------------------------------------------------------------- cuda.c */
 int visible_devices(void);
 
+/* ----------------------------------------------------------- windows.c */
+/* Does a symmetric window of comm hold [p, p + bytes)? */
+int in_symmetric_window(ncclComm_t comm, const void *p, size_t bytes);
+
+/* ----------------------------------------------------------- kernels.c */
+/* Does NCCL (the simulated version) start this collective before the
+ * kernel queued before it on its stream has ended, when that kernel lets
+ * it? NCCL 2.28 to 2.30.4 launch their symmetric kernels so, and do not
+ * wait inside them. */
+int reads_early(const sim_node *node);
+
 /* ------------------------------------------------------------ queues.c
  * Work queued on a stream runs only when a host call waits for it (see
  * queues.c). queue_key names a stream's queue: `ptds_entry` says the call
@@ -239,7 +250,7 @@ int visible_devices(void);
  * and written when it runs, so that a reader on another stream sees the
  * old bytes. */
 enum work_kind { WORK_COPY, WORK_MEMSET, WORK_COLLECTIVE, WORK_EVENT,
-                 WORK_NOTHING };
+                 WORK_FILL, WORK_NOTHING };
 typedef struct work_item {
   enum work_kind kind;
   void *dst;
@@ -250,6 +261,9 @@ typedef struct work_item {
   sim_node node;      /* WORK_COLLECTIVE */
   struct CUevent_st *event; /* WORK_EVENT */
   int copy_kind;      /* WORK_COPY: CUPTI's CUpti_ActivityMemcpyKind */
+  float fill_value;   /* WORK_FILL: every float of dst (size floats) */
+  int lets_next_start; /* WORK_FILL: the kernel lets the next kernel on its
+                          stream start early (kernels.c) */
 } work_item;
 const void *queue_key(cudaStream_t stream, int ptds_entry);
 /* Queues the item on the stream, after the work of the streams it waits

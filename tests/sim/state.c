@@ -109,6 +109,8 @@ static const char *const injectable[] = {
     "cudaEventSynchronize",
     "cudaEventElapsedTime",
     "cudaEventDestroy",
+    "cudaLibraryLoadData",
+    "cudaLaunchKernel",
     "ncclGetVersion",
     "ncclGetUniqueId",
     "ncclCommInitRank",

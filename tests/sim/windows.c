@@ -308,3 +308,16 @@ ncclResult_t ncclCommDeregister(const ncclComm_t comm, void *handle)
     free(w);
   return ncclSuccess;
 }
+
+int in_symmetric_window(ncclComm_t comm, const void *p, size_t bytes)
+{
+  const unsigned char *b = p;
+  int found = 0;
+  pthread_mutex_lock(&lock);
+  for (const struct ncclWindow_vidmem *w = windows; w && !found; w = w->next)
+    found = w->comm == comm && !w->local_only &&
+            b >= (const unsigned char *)w->ptr &&
+            b + bytes <= (const unsigned char *)w->ptr + w->size;
+  pthread_mutex_unlock(&lock);
+  return found;
+}

@@ -1,12 +1,14 @@
 /*
- * What the files of tools/nccl_facts share. The probe is in five files:
+ * What the files of tools/nccl_facts share. The probe is in seven files:
  *
  *   main.c      the parent: options, one child process per fact, the lines
  *   child.c     a child: one fact on N ranks (threads), its TSV fields
  *   helpers.c   handles, outcomes and the control every fact shares
  *   register.c  the facts about registering and freeing windows
- *   more.c      the facts about what ran, grouping, local handles,
- *               destroy, graph capture and the communicator's properties
+ *   more.c      the facts about what ran (and which buffers must be
+ *               windows), grouping, local handles, destroy, graph capture
+ *               and the communicator's properties
+ *   order.c     the facts about order on one stream (early reads)
  *   table.c     the facts in the order they are asked
  */
 #ifndef FACTS_H
@@ -37,7 +39,7 @@ typedef struct outcome {
   ncclResult_t result;   /* the call the fact is about */
   int window;            /* WIN_SET, WIN_NULL, WIN_NOT_WRITTEN, WIN_NONE */
   char last_error[160];  /* ncclGetLastError after the call */
-  char detail[160];      /* the fact's own finding, if any */
+  char detail[320];      /* the fact's own finding, if any */
   int wrong;             /* elements of a result wrong on this rank, or -1
                             (not checked): every rank's is reported */
   char na[160];          /* the fact cannot be asked here: why */
@@ -98,6 +100,13 @@ FACT(fact_free_first);
 FACT(fact_sizes_differ);
 FACT(fact_loop);
 FACT(fact_what_ran);
+FACT(fact_ag_recv_window);
+FACT(fact_ag_send_window);
+FACT(fact_ar_windows);
+FACT(fact_ar_recv_window);
+FACT(fact_ar_send_window);
+FACT(fact_early_reads);
+FACT(fact_early_reads_plain);
 FACT(fact_grouped);
 FACT(fact_local_handle);
 FACT(fact_destroy_registered);

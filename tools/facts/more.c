@@ -4,43 +4,107 @@
 
 #include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "props_2_30.h"
 
 #include "engine.h"
 
-/* An AllGather of 1 MiB per rank in windows: what ran, as CUPTI saw it on
- * this rank (kernels or copies only). */
-void fact_what_ran(const fact *f, ncclComm_t comm, int rank, int nranks,
-                   outcome *o)
+/* Which of a collective's buffers are symmetric windows. */
+enum { IN_SEND = 1, IN_RECV = 2, IN_BOTH = IN_SEND | IN_RECV };
+
+/* Fills send with rank + 1 (AllGather: each byte; AllReduce: each float)
+ * and, after the collective, counts the wrong elements of recv. */
+static cudaError_t fill_send(void *send, size_t bytes, int rank, int allreduce,
+                             cudaStream_t s)
 {
-  (void)f;
+  if (!allreduce)
+    return cudaMemsetAsync(send, rank + 1, bytes, s);
+  const size_t count = bytes / sizeof(float);
+  float *host = malloc(bytes);
+  if (host == NULL)
+    return cudaErrorMemoryAllocation;
+  for (size_t i = 0; i < count; i++)
+    host[i] = (float)(rank + 1);
+  /* On the collective's stream, and waited for: a copy from pageable
+   * memory may return before it lands. */
+  cudaError_t err = cudaMemcpyAsync(send, host, bytes, cudaMemcpyHostToDevice, s);
+  if (err == cudaSuccess)
+    err = cudaStreamSynchronize(s);
+  free(host);
+  return err;
+}
+
+static int count_wrong(const void *recv, size_t bytes, int nranks,
+                       int allreduce)
+{
+  const size_t out = allreduce ? bytes : bytes * (size_t)nranks;
+  unsigned char *host = malloc(out);
+  if (host == NULL || cudaMemcpy(host, recv, out, cudaMemcpyDeviceToHost) !=
+                          cudaSuccess) {
+    free(host);
+    return -1;
+  }
+  int wrong = 0;
+  if (allreduce) {
+    const float want = (float)nranks * (float)(nranks + 1) / 2;
+    const float *v = (const float *)host;
+    for (size_t i = 0; i < bytes / sizeof(float); i++)
+      wrong += v[i] != want;
+  } else {
+    for (size_t i = 0; i < out; i++)
+      wrong += host[i] != (unsigned char)(i / bytes + 1);
+  }
+  free(host);
+  return wrong;
+}
+
+/* A collective of 1 MiB per rank (AllGather of bytes, or AllReduce of
+ * floats) with the buffers `which` names registered as windows: what ran,
+ * as CUPTI saw it on this rank (kernels or copies only), and whether the
+ * result is right. */
+static void what_ran(ncclComm_t comm, int rank, int nranks, outcome *o,
+                     int allreduce, int which)
+{
   control(comm, o);
-  const size_t bytes = MIB;
+  const size_t bytes = MIB, out = allreduce ? MIB : MIB * (size_t)nranks;
   char *send = NULL, *recv = NULL;
   ncclWindow_t sw = NOT_WRITTEN, rw = NOT_WRITTEN;
   if (!mem_alloc((void **)&send, bytes, o))
     return;
-  if (!mem_alloc((void **)&recv, bytes * (size_t)nranks, o)) {
+  if (!mem_alloc((void **)&recv, out, o)) {
     ncclMemFree(send);
     return;
   }
-  ncclCommWindowRegister(comm, send, bytes, &sw, NCCL_WIN_COLL_SYMMETRIC);
-  ncclCommWindowRegister(comm, recv, bytes * (size_t)nranks, &rw,
-                         NCCL_WIN_COLL_SYMMETRIC);
+  if (which & IN_SEND)
+    ncclCommWindowRegister(comm, send, bytes, &sw, NCCL_WIN_COLL_SYMMETRIC);
+  if (which & IN_RECV)
+    ncclCommWindowRegister(comm, recv, out, &rw, NCCL_WIN_COLL_SYMMETRIC);
+  /* The window named for the fact: both held, or the state of the first
+   * one asked that is not. */
+  const int state = which == IN_RECV                 ? window_state(rw)
+                    : which == IN_SEND || !held(sw) ? window_state(sw)
+                                                    : window_state(rw);
   cudaStream_t s;
   int device = 0;
   if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess ||
-      cudaGetDevice(&device) != cudaSuccess) {
-    note(o->detail, sizeof o->detail, "no stream or device for the AllGather");
+      cudaGetDevice(&device) != cudaSuccess ||
+      fill_send(send, bytes, rank, allreduce, s) != cudaSuccess ||
+      cudaStreamSynchronize(s) != cudaSuccess) {
+    note(o->detail, sizeof o->detail, "no stream, device or data for the %s",
+         allreduce ? "AllReduce" : "AllGather");
     release(comm, rw, recv);
     release(comm, sw, send);
     return;
   }
   int measured = engine_probe_start();
   uint64_t t0 = engine_probe_now();
-  ncclResult_t res = ncclAllGather(send, recv, bytes, ncclChar, comm, s);
-  record(o, comm, res, held(sw) && held(rw) ? WIN_SET : window_state(sw));
+  ncclResult_t res =
+      allreduce ? ncclAllReduce(send, recv, bytes / sizeof(float), ncclFloat,
+                                ncclSum, comm, s)
+                : ncclAllGather(send, recv, bytes, ncclChar, comm, s);
+  record(o, comm, res, state);
   cudaStreamSynchronize(s);
   engine_work w;
   if (measured && engine_probe_collect(device, t0, engine_probe_now(), &w)) {
@@ -60,10 +124,47 @@ void fact_what_ran(const fact *f, ncclComm_t comm, int rank, int nranks,
   }
   if (measured)
     engine_probe_stop();
-  (void)rank;
+  o->wrong = res == ncclSuccess ? count_wrong(recv, bytes, nranks, allreduce)
+                                : -1;
+  if (o->wrong > 0) { /* rank 0's line says so; child.c adds the others' */
+    const size_t len = strlen(o->detail);
+    note(o->detail + len, sizeof o->detail - len, "; %d of %zu wrong",
+         o->wrong, allreduce ? bytes / sizeof(float) : out);
+  }
   cudaStreamDestroy(s);
   release(comm, rw, recv);
   release(comm, sw, send);
+}
+
+FACT(fact_what_ran)
+{
+  (void)f;
+  what_ran(comm, rank, nranks, o, 0, IN_BOTH);
+}
+FACT(fact_ag_recv_window)
+{
+  (void)f;
+  what_ran(comm, rank, nranks, o, 0, IN_RECV);
+}
+FACT(fact_ag_send_window)
+{
+  (void)f;
+  what_ran(comm, rank, nranks, o, 0, IN_SEND);
+}
+FACT(fact_ar_windows)
+{
+  (void)f;
+  what_ran(comm, rank, nranks, o, 1, IN_BOTH);
+}
+FACT(fact_ar_recv_window)
+{
+  (void)f;
+  what_ran(comm, rank, nranks, o, 1, IN_RECV);
+}
+FACT(fact_ar_send_window)
+{
+  (void)f;
+  what_ran(comm, rank, nranks, o, 1, IN_SEND);
 }
 
 /* A registration inside ncclGroupStart/ncclGroupEnd: what the handle holds

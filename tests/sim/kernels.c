@@ -1,0 +1,116 @@
+/* ncclsim: the one kernel a program may load, and what NCCL's symmetric
+ * kernels do after it (see sim.h).
+ *
+ * A program may load code with cudaLibraryLoadData and launch it with
+ * cudaLaunchKernel. The simulation cannot run PTX: it knows one kernel,
+ * the facts probe's writer `fill` (tools/facts/order.c), which stores one
+ * float into every element of a buffer after letting the next kernel on
+ * its stream start, if asked. Any other code is refused. */
+#include "sim.h"
+
+#include <stdio.h>
+#include <string.h>
+
+struct CUlib_st {
+  int loaded;
+};
+struct CUkern_st {
+  int fill;
+};
+static struct CUlib_st library;
+static struct CUkern_st fill_kernel = {1};
+
+cudaError_t cudaLibraryLoadData(cudaLibrary_t *lib, const void *code,
+                                enum cudaJitOption *jit_options,
+                                void **jit_values, unsigned int njit,
+                                enum cudaLibraryOption *options, void **values,
+                                unsigned int noptions)
+{
+  (void)jit_options, (void)jit_values, (void)njit;
+  (void)options, (void)values, (void)noptions;
+  if (lib == NULL || code == NULL)
+    return cudaErrorInvalidValue;
+  if (injected_failure("cudaLibraryLoadData"))
+    return cudaErrorUnknown;
+  if (strstr(code, ".entry fill(") == NULL) {
+    fprintf(stderr, "ncclsim: cudaLibraryLoadData: the simulation knows one"
+                    " kernel, the facts probe's 'fill'\n");
+    return cudaErrorInvalidPtx;
+  }
+  __atomic_add_fetch(&library.loaded, 1, __ATOMIC_RELAXED);
+  *lib = &library;
+  return cudaSuccess;
+}
+
+cudaError_t cudaLibraryGetKernel(cudaKernel_t *kernel, cudaLibrary_t lib,
+                                 const char *name)
+{
+  if (kernel == NULL || lib != &library || name == NULL)
+    return cudaErrorInvalidValue;
+  if (strcmp(name, "fill") != 0)
+    return cudaErrorSymbolNotFound;
+  *kernel = &fill_kernel;
+  return cudaSuccess;
+}
+
+cudaError_t cudaLibraryUnload(cudaLibrary_t lib)
+{
+  if (lib != &library ||
+      __atomic_sub_fetch(&library.loaded, 1, __ATOMIC_RELAXED) < 0)
+    return cudaErrorInvalidValue;
+  return cudaSuccess;
+}
+
+/* fill(float *buf, unsigned n, float value, unsigned lets_next_start,
+ * unsigned delay_ns) */
+static cudaError_t launch(const void *func, void **args, cudaStream_t stream,
+                          int ptds_entry)
+{
+  if (func != (const void *)&fill_kernel || args == NULL)
+    return cudaErrorInvalidDeviceFunction;
+  if (injected_failure("cudaLaunchKernel"))
+    return cudaErrorLaunchFailure;
+  refuse_in_capture("cudaLaunchKernel", stream);
+  float *buf = *(float **)args[0];
+  const unsigned n = *(unsigned *)args[1];
+  pthread_mutex_lock(&lock);
+  int inside = find_alloc(buf, (size_t)n * sizeof(float)) != NULL;
+  pthread_mutex_unlock(&lock);
+  if (!inside)
+    return cudaErrorIllegalAddress;
+  work_item item = {.kind = WORK_FILL,
+                    .dst = buf,
+                    .size = n,
+                    .fill_value = *(float *)args[2],
+                    .lets_next_start = *(unsigned *)args[3] != 0};
+  return enqueue(stream, ptds_entry, &item) ? cudaSuccess
+                                             : cudaErrorMemoryAllocation;
+}
+
+cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block,
+                             void **args, size_t shared, cudaStream_t stream)
+{
+  (void)grid, (void)block, (void)shared;
+  check_shared_context("cudaLaunchKernel", stream);
+  return launch(func, args, stream, 0);
+}
+
+cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 grid, dim3 block,
+                                  void **args, size_t shared,
+                                  cudaStream_t stream)
+{
+  (void)grid, (void)block, (void)shared;
+  return launch(func, args, stream, 1);
+}
+
+int reads_early(const sim_node *node)
+{
+  const int v = simulated_version();
+  const size_t bytes = node->count * sizeof(float);
+  const size_t out = node->allgather ? bytes * (size_t)node->comm->nranks
+                                     : bytes;
+  return v >= NCCL_VERSION(2, 28, 0) && v < NCCL_VERSION(2, 30, 7) &&
+         node->comm->nranks > 1 &&
+         in_symmetric_window(node->comm, node->send, bytes) &&
+         in_symmetric_window(node->comm, node->recv, out);
+}
