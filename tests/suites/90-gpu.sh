@@ -2,27 +2,47 @@
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
 
 # ------------------------------------------------ the real programs on GPUs
-# stall_case NAME NRANKS STALLED MODE PROGRAM: a real hang. A preloaded hook
-# (tests/hooks/stall_in_register.c) keeps rank STALLED in
-# ncclCommWindowRegister for ever; the others wait for it inside NCCL's.
-# The watchdog must end the job with exit 3 a few seconds after --timeout,
-# naming the call.
+# stall_case NAME NRANKS STALLED MODE PROGRAM [CALL]: a real hang. A
+# preloaded hook keeps rank STALLED in CALL for ever: in
+# ncclCommWindowRegister (the default; tests/hooks/stall_in_register.c),
+# where the others wait for it inside NCCL's, or in ncclAllReduce or
+# ncclAllGather (tests/hooks/stall_in_collective.c), before the collective
+# is queued, where the others, whose NCCL returned at once, wait in their
+# stream synchronisation. The watchdog must end the job with exit 3 a few
+# seconds after --timeout, naming the call and blaming the stalled rank.
 stall_case() {
-  local name=$1 n=$2 stalled=$3 mode=$4 p=$5 limit=8 start hook=$B/hooks/stall_in_register.so
+  local name=$1 n=$2 stalled=$3 mode=$4 p=$5 call=${6:-ncclCommWindowRegister} limit=8 start
+  local hook=stall_in_register
+  [ "$call" = ncclCommWindowRegister ] || hook=stall_in_collective
   begin "$name" || return 0
-  need real-programs-$mode hooks/stall_in_register.so
+  need real-programs-$mode hooks/$hook.so
   start=$(date +%s)
   if [ $mode = mpi ]; then
-    run "${MPIRUN[@]}" -np $n -x STALL_RANK=$stalled -x LD_PRELOAD=$hook "$B/real-mpi/$p" --timeout $limit
+    run "${MPIRUN[@]}" -np $n -x STALL_RANK=$stalled -x LD_PRELOAD=$B/hooks/$hook.so "$B/real-mpi/$p" --timeout $limit
   else
-    STALL_RANK=$stalled NTHREADS=$n LD_PRELOAD=$hook run "$B/real-pthread/$p" --timeout $limit
+    STALL_RANK=$stalled NTHREADS=$n LD_PRELOAD=$B/hooks/$hook.so run "$B/real-pthread/$p" --timeout $limit
   fi
   want_status 3
-  want_err "stall_in_register: rank $stalled stalls in ncclCommWindowRegister"
-  want_err ": in ncclCommWindowRegister("
-  want_err "rank $stalled: in ncclCommWindowRegister("
-  want_err "call has not returned after --timeout $limit s: ending the job (exit 3)"
+  want_err "$hook: rank $stalled stalls in $call"
+  want_err "rank $stalled: in $call("
+  want_err "$p: rank $stalled's call has not returned after --timeout $limit s: ending the job (exit 3)"
   [ $(($(date +%s) - start)) -le $((limit + 20)) ] || why+="took $(($(date +%s) - start)) s for --timeout $limit; "
+  end
+}
+
+# cupti_fails_case NAME PROGRAM: --bench at 2 MPI ranks sharing the GPU with
+# CUPTI failing on rank 1 (tests/hooks/cupti_enable_fails.c): the table is
+# printed and verified, its engine column says n/a, and nothing hangs.
+cupti_fails_case() {
+  local name=$1 p=$2
+  begin "$name" || return 0
+  need real-programs-mpi hooks/cupti_enable_fails.so
+  NCCL_MULTI_RANK_GPU_ENABLE=1 run "${MPIRUN[@]}" -np 2 -x NCCL_MULTI_RANK_GPU_ENABLE -x FAIL_RANK=1 \
+    -x LD_PRELOAD=$B/hooks/cupti_enable_fails.so "$B/real-mpi/$p" --bench -b 1M -e 4M --timeout 60
+  want_status 0
+  want_err "cupti_enable_fails: rank 1: cuptiActivityEnable"
+  want_out "Benchmark results verified correctly"
+  want_out "n/a"
   end
 }
 
@@ -126,6 +146,21 @@ if [ "$NGPUS" -gt 0 ]; then
       NCCL_MULTI_RANK_GPU_ENABLE=1 stall_case "hang/gpu/pthread/$p-register-rank-1-of-2-sharing" 2 1 pthread $p
       mpi_cases "hang/gpu/mpi/$p-register-rank-1-of-2-sharing" &&
         NCCL_MULTI_RANK_GPU_ENABLE=1 stall_case "hang/gpu/mpi/$p-register-rank-1-of-2-sharing" 2 1 mpi $p
+      # One rank held back before its collective, NCCL asynchronous: the
+      # others' collectives return at once and they wait in
+      # cudaStreamSynchronize; the watchdog must blame the held rank.
+      coll=$([ $p = allreduce_sm ] && echo ncclAllReduce || echo ncclAllGather)
+      for n in 2 4; do
+        for held in 0 $((n - 1)); do
+          NCCL_MULTI_RANK_GPU_ENABLE=1 stall_case "hang/gpu/pthread/$p-$coll-rank-$held-of-$n-sharing" $n $held pthread $p $coll
+          mpi_cases "hang/gpu/mpi/$p-$coll-rank-$held-of-$n-sharing" &&
+            NCCL_MULTI_RANK_GPU_ENABLE=1 stall_case "hang/gpu/mpi/$p-$coll-rank-$held-of-$n-sharing" $n $held mpi $p $coll
+        done
+      done
+      if [ -e "$B/hooks/cupti_enable_fails.so" ]; then
+        mpi_cases "cupti/gpu/mpi/$p-bench-cuptiActivityEnable-fails-on-rank-1" &&
+          cupti_fails_case "cupti/gpu/mpi/$p-bench-cuptiActivityEnable-fails-on-rank-1" $p
+      fi
       # Emulated nodes: each MPI rank gets NCCL_HOSTID=node<rank / per
       # node>, so NCCL takes ranks of different ids for different hosts
       # (NCCL 2.30.7, src/misc/utils.cc getHostHash) and connects them over
