@@ -52,21 +52,30 @@ enum gpu_sharing {
   GPU_SHARING_BAD,   /* asked for, but the value or the NCCL is wrong */
 };
 
-/* Not collective. Decides whether `ranks` ranks on one node may use `ngpus`
- * GPUs, from NCCL_MULTI_RANK_GPU_ENABLE and ncclGetVersion (the loaded
- * library, not the header). For GPU_SHARING_BAD it prints why (the value,
- * or the loaded version and 2.30) and what to do, if `say`; for GPU_TOO_FEW the
- * caller prints its own message, adding shared_gpu_hint(). */
-enum gpu_sharing decide_gpu_sharing(int ranks, int ngpus, int say);
+/* Not collective. Decides whether `ranks` ranks on one node, at most
+ * `per_gpu` of them on one GPU, may run, from NCCL_MULTI_RANK_GPU_ENABLE
+ * and ncclGetVersion (the loaded library, not the header). For
+ * GPU_SHARING_BAD it prints why (the value, or the loaded version and
+ * 2.30, and `who`: which ranks use which GPU, if known) and what to do, if
+ * `say`; for GPU_TOO_FEW the caller prints its own message, adding
+ * shared_gpu_hint(). */
+enum gpu_sharing decide_gpu_sharing(int ranks, int ngpus, int per_gpu,
+                                    const char *who, int say);
+
+/* The UUID of CUDA device `device` as nvidia-smi writes it
+ * ("GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"), in raw (16 bytes) and
+ * text; a failing cudaGetDeviceProperties ends the process (CUDACHECK). */
+#define GPU_UUID_TEXT 48
+void gpu_uuid(int device, unsigned char raw[16], char text[GPU_UUID_TEXT]);
 
 /* Not collective; call before any communicator exists. Ranks sharing a GPU
  * need all their NCCL kernels resident at once (each waits for the others),
  * but NCCL sizes a rank's kernels for a whole GPU (up to 64 CTAs on an H200,
  * one per SM): 4 ranks then ask for more SMs than there are, and hang. So
  * unless the user set NCCL_MAX_CTAS, this sets it to the GPU's SM count
- * divided by the ranks per GPU. If `say`, prints one line saying which
+ * divided by the ranks per GPU (per_gpu). If `say`, prints one line saying which
  * limit holds. */
-void fit_shared_gpu_kernels(int ranks, int ngpus, int device, int say);
+void fit_shared_gpu_kernels(int per_gpu, int device, int say);
 
 /* The hint every "more ranks than GPUs" message ends with. */
 const char *shared_gpu_hint(void);

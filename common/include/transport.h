@@ -40,9 +40,19 @@ void transport_my_ranks(int nranks, int *first, int *count);
 #define transport_worst(value) transport_worst_at((value), __FILE__, __LINE__)
 int transport_worst_at(int value, const char *file, int line);
 
+/* Collective over the node's processes, before any rank runs: how many of
+ * the node's ranks use its busiest GPU, each rank using CUDA device
+ * `device` of the `ngpus` it sees. Threads see the same GPUs, so that is
+ * the ranks over the GPUs, rounded up. Processes may each see other GPUs
+ * (CUDA_VISIBLE_DEVICES, Slurm's --gpus-per-task), so MPI compares the
+ * GPUs' UUIDs and writes into `who` the ranks that share one, with its
+ * UUID ("ranks 0 and 1 use GPU-..."); threads write "". */
+int transport_gpu_load(int device, int ngpus, int local_size, char *who,
+                       size_t who_size);
+
 /* Prints why a node's ranks do not fit its GPUs, in the transport's terms
- * (NTHREADS, or processes per node). */
-void transport_too_few_gpus(int local_size, int ngpus);
+ * (NTHREADS, or processes per node and which share a GPU: `who`). */
+void transport_too_few_gpus(int local_size, int ngpus, const char *who);
 
 /* Prints the line that opens the original examples' output. */
 void transport_banner(int nranks, int ngpus);

@@ -76,28 +76,33 @@ static int check_job(const example_options *opts, int nranks, int ngpus,
                   " does not fit in memory addresses\n",
                   opts->count, nranks, opts->count, nranks);
     problem = EXIT_USAGE;
-  } else {
-    /* The ranks of a node share its verdict: its first rank says it. */
-    sharing = decide_gpu_sharing(local_size, ngpus, local_rank == 0);
-    if (sharing == GPU_TOO_FEW && local_rank == 0)
-      transport_too_few_gpus(local_size, ngpus);
-    if (sharing == GPU_TOO_FEW || sharing == GPU_SHARING_BAD)
-      problem = EXIT_USAGE;
   }
   int worst = transport_worst(problem);
-  if (worst != EXIT_SUCCESS) {
-    if (first && problem == EXIT_SUCCESS) /* fine here: say why it stops */
-      print_error("stopping: another rank has no GPU of its own (see its"
-                  " message)\n");
-    return worst;
+  if (worst == EXIT_SUCCESS) {
+    /* Which ranks of the node use which GPU (collective over the node);
+     * the ranks of a node share its verdict: its first rank says it. */
+    char who[512];
+    const int per_gpu = transport_gpu_load(local_rank % ngpus, ngpus,
+                                           local_size, who, sizeof who);
+    sharing = decide_gpu_sharing(local_size, ngpus, per_gpu, who,
+                                 local_rank == 0);
+    if (sharing == GPU_TOO_FEW && local_rank == 0)
+      transport_too_few_gpus(local_size, ngpus, who);
+    if (sharing == GPU_TOO_FEW || sharing == GPU_SHARING_BAD)
+      problem = EXIT_USAGE;
+    worst = transport_worst(problem);
+    if (sharing == GPU_SHARED && worst == EXIT_SUCCESS) {
+      /* Every process sets its own NCCL_MAX_CTAS; the first says so. */
+      if (first)
+        say_gpus_shared(local_size, ngpus);
+      fit_shared_gpu_kernels(per_gpu, local_rank % ngpus, first);
+    }
   }
-  if (sharing == GPU_SHARED) {
-    /* Every process sets its own NCCL_MAX_CTAS; the first says so. */
-    if (first)
-      say_gpus_shared(local_size, ngpus);
-    fit_shared_gpu_kernels(local_size, ngpus, local_rank % ngpus, first);
-  }
-  return EXIT_SUCCESS;
+  if (worst != EXIT_SUCCESS && first && problem == EXIT_SUCCESS)
+    /* fine here: say why it stops */
+    print_error("stopping: another rank has no GPU of its own (see its"
+                " message)\n");
+  return worst;
 }
 
 /* A checksum of the options that matter to every rank (31 bits): the

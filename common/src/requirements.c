@@ -106,9 +106,23 @@ static int multi_rank_gpu_requested(const char **text)
   return end != *text && *end == '\0' ? 0 : -1;
 }
 
-enum gpu_sharing decide_gpu_sharing(int ranks, int ngpus, int say)
+void gpu_uuid(int device, unsigned char raw[16], char text[GPU_UUID_TEXT])
 {
-  if (ranks <= ngpus)
+  struct cudaDeviceProp prop;
+  memset(&prop, 0, sizeof prop);
+  CUDACHECK(cudaGetDeviceProperties(&prop, device));
+  memcpy(raw, prop.uuid.bytes, 16);
+  int len = snprintf(text, GPU_UUID_TEXT, "GPU-");
+  for (int i = 0; i < 16; i++)
+    len += snprintf(text + len, (size_t)(GPU_UUID_TEXT - len), "%s%02x",
+                    i == 4 || i == 6 || i == 8 || i == 10 ? "-" : "",
+                    raw[i]);
+}
+
+enum gpu_sharing decide_gpu_sharing(int ranks, int ngpus, int per_gpu,
+                                    const char *who, int say)
+{
+  if (per_gpu <= 1)
     return GPU_ONE_RANK_EACH;
   const char *text;
   int asked = multi_rank_gpu_requested(&text);
@@ -130,16 +144,17 @@ enum gpu_sharing decide_gpu_sharing(int ranks, int ngpus, int say)
     if (say)
       print_error("NCCL_MULTI_RANK_GPU_ENABLE=%s: ranks may share a GPU only"
                   " with NCCL >= 2.30, and the loaded NCCL is %s; use a newer"
-                  " NCCL (make NCCL_HOME=...) or at most %d rank(s) here\n",
-                  text, have, ngpus);
+                  " NCCL (make NCCL_HOME=...) or at most %d rank(s) here%s%s%s"
+                  "\n",
+                  text, have, ngpus, who && who[0] ? " (" : "",
+                  who ? who : "", who && who[0] ? ")" : "");
     return GPU_SHARING_BAD;
   }
   return GPU_SHARED;
 }
 
-void fit_shared_gpu_kernels(int ranks, int ngpus, int device, int say)
+void fit_shared_gpu_kernels(int per_gpu, int device, int say)
 {
-  int per_gpu = (ranks + ngpus - 1) / ngpus;
   const char *own = getenv("NCCL_MAX_CTAS");
   if (own != NULL && own[0] != '\0') {
     if (say)

@@ -9,7 +9,73 @@
  * CUDA runtime
  * --------------------------------------------------------------------- */
 
-int visible_devices(void) { return (int)env_long("SIM_DEVICES", 8); }
+/* The machine's devices are SIM_DEVICES (default 8). A process sees those
+ * that CUDA_VISIBLE_DEVICES lists, as CUDA reads it: indices separated by
+ * commas, up to the first entry that names no device (so "0,9" with 4
+ * devices is device 0 alone, and "9" is none); unset, all of them. Device
+ * UUIDs and MIG names in the list are not simulated. Fills map (the
+ * machine's index of each visible device, up to max) and returns how many
+ * are visible. */
+static int visible_list(int *map, int max)
+{
+  const int machine = (int)env_long("SIM_DEVICES", 8);
+  const char *list = getenv("CUDA_VISIBLE_DEVICES");
+  int n = 0;
+  if (list == NULL) {
+    for (; n < machine; n++)
+      if (n < max)
+        map[n] = n;
+    return n;
+  }
+  for (const char *p = list; *p;) {
+    char *end = NULL;
+    long d = strtol(p, &end, 10);
+    if (end == p || (*end != ',' && *end != '\0') || d < 0 || d >= machine)
+      break;
+    for (int i = 0; i < n && i < max; i++)
+      if (map[i] == d)
+        return n; /* CUDA stops at a device listed twice */
+    if (n < max)
+      map[n] = (int)d;
+    n++;
+    p = *end == ',' ? end + 1 : end;
+  }
+  return n;
+}
+
+int visible_devices(void)
+{
+  int map[1];
+  return visible_list(map, 0);
+}
+
+int machine_device(int device)
+{
+  int map[1024];
+  const int n = visible_list(map, 1024);
+  return device >= 0 && device < n && device < 1024 ? map[device] : -1;
+}
+
+/* Its name and multiprocessors, and a UUID made of the machine's index of
+ * the device: two processes that see one device through different
+ * CUDA_VISIBLE_DEVICES see the same UUID. */
+cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
+{
+  if (injected_failure("cudaGetDeviceProperties"))
+    return cudaErrorUnknown;
+  const int physical = machine_device(device);
+  if (prop == NULL || physical < 0)
+    return prop == NULL ? cudaErrorInvalidValue : cudaErrorInvalidDevice;
+  memset(prop, 0, sizeof *prop);
+  snprintf(prop->name, sizeof prop->name, "NVIDIA H200 (simulated)");
+  prop->multiProcessorCount = 132;
+  static const unsigned char base[16] = {0x51, 0x3d, 0x00, 0x00, 0xc0, 0xde,
+                                         0x40, 0x00, 0x80, 0x00, 0x00, 0x00,
+                                         0x00, 0x00, 0x00, 0x00};
+  memcpy(prop->uuid.bytes, base, sizeof base);
+  prop->uuid.bytes[15] = (char)physical;
+  return cudaSuccess;
+}
 
 /* Does another rank of this process use this thread's device? Then they
  * share one CUDA context (threads on one GPU). */

@@ -117,7 +117,10 @@ static ncclResult_t init_rank(ncclComm_t *out, int nranks, ncclUniqueId id,
   char host[64] = "", peer_host[64];
   const char *hostid = getenv("NCCL_HOSTID");
   snprintf(host, sizeof host, "%s", hostid ? hostid : "");
-  exchange(c, LANE_HOST, "ncclCommInitRank", (size_t)nranks, c->device, host,
+  /* The machine's device: processes that see different devices as their
+   * device 0 (CUDA_VISIBLE_DEVICES) use different GPUs. */
+  const int gpu = machine_device(c->device);
+  exchange(c, LANE_HOST, "ncclCommInitRank", (size_t)nranks, gpu, host,
            sizeof host);
   c->alone_on_nodes = 1;
   for (int r = 0; r < nranks; r++) {
@@ -130,11 +133,12 @@ static ncclResult_t init_rank(ncclComm_t *out, int nranks, ncclUniqueId id,
           c, "collective-calls", call,
           "rank %d created the communicator with %zu ranks, this rank with %d",
           r, peer.size, nranks);
-    if (r != rank && peer.arg == c->device && !multi_rank_gpu_allowed())
+    if (r != rank && peer.arg == gpu && !multi_rank_gpu_allowed())
       violation(c, "one-rank-per-device", call,
-                "ranks %d and %d both use device %d in one communicator"
-                " (NCCL >= 2.30 allows it with NCCL_MULTI_RANK_GPU_ENABLE=1)",
-                r < rank ? r : rank, r < rank ? rank : r, c->device);
+                "ranks %d and %d both use the machine's device %d in one"
+                " communicator (NCCL >= 2.30 allows it with"
+                " NCCL_MULTI_RANK_GPU_ENABLE=1)",
+                r < rank ? r : rank, r < rank ? rank : r, gpu);
   }
   finish_exchange(c, LANE_HOST);
 

@@ -228,7 +228,10 @@ void leave_rendezvous(const struct ncclComm *c);
 int simulated_version(void);
 
 /* -------------------------------------------------------------- cuda.c */
+/* The devices this process sees (CUDA_VISIBLE_DEVICES), and the machine's
+ * index of one of them (-1: none). */
 int visible_devices(void);
+int machine_device(int device);
 
 /* ----------------------------------------------------------- windows.c */
 /* Does a symmetric window of comm hold [p, p + bytes)? */

@@ -92,6 +92,7 @@ static const char *const injectable[] = {
     "cudaGetDeviceCount",
     "cudaSetDevice",
     "cudaDeviceGetAttribute",
+    "cudaGetDeviceProperties",
     "cudaDriverGetVersion",
     "cudaDeviceCanAccessPeer",
     "cudaMalloc",

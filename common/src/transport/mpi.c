@@ -117,7 +117,8 @@ int run_ranks(int nranks, int ngpus, const example_options *opts, example_fn fn,
     job_abort(1);
   }
   transport_node(nranks, &local_rank, &local_size);
-  int shared_anywhere = transport_worst(local_size > ngpus);
+  int shared_anywhere = transport_worst(
+      transport_gpu_load(local_rank % ngpus, ngpus, local_size, NULL, 0) > 1);
 
   rank_ctx ctx = {.rank = world_rank,
                   .nranks = world_size,
@@ -183,14 +184,84 @@ int transport_worst_at(int value, const char *file, int line)
   return worst_at("transport_worst", value, file, line);
 }
 
-void transport_too_few_gpus(int local_size, int ngpus)
+/* A rank and the UUID of the GPU it uses. */
+typedef struct gpu_user {
+  int rank;
+  unsigned char uuid[16];
+  char text[GPU_UUID_TEXT];
+} gpu_user;
+
+/* Appends to `who` the ranks of users[] (n) that use users[first]'s GPU:
+ * "ranks 0, 2 and 3 use GPU-...". */
+static void name_sharers(const gpu_user *users, int n, int first, char *who,
+                         size_t who_size)
+{
+  size_t len = strlen(who);
+  int count = 0, total = 0;
+  for (int j = first; j < n; j++)
+    total += memcmp(users[j].uuid, users[first].uuid, 16) == 0;
+  len += (size_t)snprintf(who + len, len < who_size ? who_size - len : 0,
+                          "%sranks", len ? "; " : "");
+  for (int j = first; j < n && len < who_size; j++)
+    if (memcmp(users[j].uuid, users[first].uuid, 16) == 0) {
+      count++;
+      len += (size_t)snprintf(who + len, who_size - len, "%s%d",
+                              count == 1      ? " "
+                              : count < total ? ", "
+                                              : " and ",
+                              users[j].rank);
+    }
+  if (len < who_size)
+    snprintf(who + len, who_size - len, " use %s", users[first].text);
+}
+
+int transport_gpu_load(int device, int ngpus, int local_size, char *who,
+                       size_t who_size)
+{
+  (void)ngpus;
+  gpu_user me = {.rank = my_process};
+  gpu_uuid(device, me.uuid, me.text);
+  gpu_user *users = calloc((size_t)local_size, sizeof *users);
+  if (users == NULL) {
+    print_error("out of memory for %d ranks' GPUs\n", local_size);
+    job_abort(1);
+  }
+  MPI_Comm node;
+  MPI_WAIT_CHECK("MPI_Comm_split_type", __FILE__, __LINE__,
+                 MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED,
+                                     my_process, MPI_INFO_NULL, &node));
+  MPI_WAIT_CHECK("MPI_Allgather", __FILE__, __LINE__,
+                 MPI_Allgather(&me, (int)sizeof me, MPI_BYTE, users,
+                               (int)sizeof me, MPI_BYTE, node));
+  MPICHECK(MPI_Comm_free(&node));
+  if (who_size > 0)
+    who[0] = '\0';
+  int most = 0;
+  for (int i = 0; i < local_size; i++) {
+    int same = 0, earlier = 0;
+    for (int j = 0; j < local_size; j++)
+      if (memcmp(users[j].uuid, users[i].uuid, 16) == 0) {
+        same++;
+        earlier |= j < i;
+      }
+    most = same > most ? same : most;
+    if (same > 1 && !earlier && who_size > 0)
+      name_sharers(users, local_size, i, who, who_size);
+  }
+  free(users);
+  return most;
+}
+
+void transport_too_few_gpus(int local_size, int ngpus, const char *who)
 {
   char host[MPI_MAX_PROCESSOR_NAME] = "?";
   int len = 0;
   MPI_Get_processor_name(host, &len);
-  print_error("%d ranks on %s, but only %d GPU(s) visible there; one rank"
-              " per GPU, so start at most %d rank(s) per node%s\n",
-              local_size, host, ngpus, ngpus, shared_gpu_hint());
+  print_error("%d ranks on %s share GPUs (%s); one rank per GPU: give each"
+              " rank a GPU of its own (Slurm's --gpus-per-task=1, or"
+              " CUDA_VISIBLE_DEVICES), or start at most %d rank(s) per node"
+              " where each process sees %d GPU(s)%s\n",
+              local_size, host, who, ngpus, ngpus, shared_gpu_hint());
 }
 
 void transport_banner(int nranks, int ngpus)

@@ -196,8 +196,18 @@ int transport_worst_at(int value, const char *file, int line)
   return value;
 }
 
-void transport_too_few_gpus(int local_size, int ngpus)
+int transport_gpu_load(int device, int ngpus, int local_size, char *who,
+                       size_t who_size)
 {
+  (void)device;
+  if (who_size > 0)
+    who[0] = '\0';
+  return (local_size + ngpus - 1) / ngpus;
+}
+
+void transport_too_few_gpus(int local_size, int ngpus, const char *who)
+{
+  (void)who;
   print_error("NTHREADS=%d asks for more ranks than GPUs: %d visible;"
               " one rank per GPU, so use NTHREADS=1..%d%s\n",
               local_size, ngpus, ngpus, shared_gpu_hint());
