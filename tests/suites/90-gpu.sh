@@ -13,7 +13,7 @@
 stall_case() {
   local name=$1 n=$2 stalled=$3 mode=$4 p=$5 call=${6:-ncclCommWindowRegister} limit=8 start
   local hook=stall_in_register
-  [ "$call" = ncclCommWindowRegister ] || hook=stall_in_collective
+  [ "$call" = ncclCommWindowRegister ] || hook=stall_in_collective limit=5
   begin "$name" || return 0
   need real-programs-$mode hooks/$hook.so
   start=$(date +%s)
@@ -151,7 +151,7 @@ if [ "$NGPUS" -gt 0 ]; then
       # cudaStreamSynchronize; the watchdog must blame the held rank.
       coll=$([ $p = allreduce_sm ] && echo ncclAllReduce || echo ncclAllGather)
       for n in 2 4; do
-        for held in 0 $((n - 1)); do
+        for held in $([ $n = 4 ] && echo 0) $((n - 1)); do
           NCCL_MULTI_RANK_GPU_ENABLE=1 stall_case "hang/gpu/pthread/$p-$coll-rank-$held-of-$n-sharing" $n $held pthread $p $coll
           mpi_cases "hang/gpu/mpi/$p-$coll-rank-$held-of-$n-sharing" &&
             NCCL_MULTI_RANK_GPU_ENABLE=1 stall_case "hang/gpu/mpi/$p-$coll-rank-$held-of-$n-sharing" $n $held mpi $p $coll
