@@ -53,20 +53,13 @@ enum gpu_sharing {
 };
 
 /* Not collective. Decides whether `ranks` ranks on one node, at most
- * `per_gpu` of them on one GPU, may run, from NCCL_MULTI_RANK_GPU_ENABLE
- * and ncclGetVersion (the loaded library, not the header). For
- * GPU_SHARING_BAD it prints why (the value, or the loaded version and
- * 2.30, and `who`: which ranks use which GPU, if known) and what to do, if
- * `say`; for GPU_TOO_FEW the caller prints its own message, adding
+ * `per_gpu` on one GPU, may run, from NCCL_MULTI_RANK_GPU_ENABLE and
+ * ncclGetVersion (the loaded library, not the header). For GPU_SHARING_BAD
+ * it prints why (with `who`: which ranks share which GPU) and what to do,
+ * if `say`; for GPU_TOO_FEW the caller prints its own message, adding
  * shared_gpu_hint(). */
 enum gpu_sharing decide_gpu_sharing(int ranks, int ngpus, int per_gpu,
                                     const char *who, int say);
-
-/* The UUID of CUDA device `device` as nvidia-smi writes it
- * ("GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"), in raw (16 bytes) and
- * text; a failing cudaGetDeviceProperties ends the process (CUDACHECK). */
-#define GPU_UUID_TEXT 48
-void gpu_uuid(int device, unsigned char raw[16], char text[GPU_UUID_TEXT]);
 
 /* Not collective; call before any communicator exists. Ranks sharing a GPU
  * need all their NCCL kernels resident at once (each waits for the others),

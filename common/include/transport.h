@@ -40,13 +40,11 @@ void transport_my_ranks(int nranks, int *first, int *count);
 #define transport_worst(value) transport_worst_at((value), __FILE__, __LINE__)
 int transport_worst_at(int value, const char *file, int line);
 
-/* Collective over the node's processes, before any rank runs: how many of
- * the node's ranks use its busiest GPU, each rank using CUDA device
- * `device` of the `ngpus` it sees. Threads see the same GPUs, so that is
- * the ranks over the GPUs, rounded up. Processes may each see other GPUs
- * (CUDA_VISIBLE_DEVICES, Slurm's --gpus-per-task), so MPI compares the
- * GPUs' UUIDs and writes into `who` the ranks that share one, with its
- * UUID ("ranks 0 and 1 use GPU-..."); threads write "". */
+/* Collective over the node's processes: how many of its ranks use its
+ * busiest GPU (each uses CUDA device `device` of the `ngpus` it sees).
+ * Threads see the same GPUs; processes may each see others (Slurm's
+ * --gpus-per-task), so MPI compares GPU UUIDs and writes the ranks that
+ * share one into `who` ("ranks 0 and 1 use GPU-..."; threads: ""). */
 int transport_gpu_load(int device, int ngpus, int local_size, char *who,
                        size_t who_size);
 

@@ -58,7 +58,6 @@ static int check_job(const example_options *opts, int nranks, int ngpus,
   /* Process 0's GPU error, on every process (cudaError_t values are >= 0). */
   const int first_err = transport_worst(first ? (int)gpu_err : -1);
   int problem = EXIT_SUCCESS;
-  enum gpu_sharing sharing = GPU_ONE_RANK_EACH;
   if (gpu_err != cudaSuccess) {
     /* CUDA says "driver version is insufficient" also when there is no
      * driver at all: say both. */
@@ -84,8 +83,8 @@ static int check_job(const example_options *opts, int nranks, int ngpus,
     char who[512];
     const int per_gpu = transport_gpu_load(local_rank % ngpus, ngpus,
                                            local_size, who, sizeof who);
-    sharing = decide_gpu_sharing(local_size, ngpus, per_gpu, who,
-                                 local_rank == 0);
+    enum gpu_sharing sharing = decide_gpu_sharing(local_size, ngpus, per_gpu,
+                                                  who, local_rank == 0);
     if (sharing == GPU_TOO_FEW && local_rank == 0)
       transport_too_few_gpus(local_size, ngpus, who);
     if (sharing == GPU_TOO_FEW || sharing == GPU_SHARING_BAD)

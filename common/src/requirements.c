@@ -106,19 +106,6 @@ static int multi_rank_gpu_requested(const char **text)
   return end != *text && *end == '\0' ? 0 : -1;
 }
 
-void gpu_uuid(int device, unsigned char raw[16], char text[GPU_UUID_TEXT])
-{
-  struct cudaDeviceProp prop;
-  memset(&prop, 0, sizeof prop);
-  CUDACHECK(cudaGetDeviceProperties(&prop, device));
-  memcpy(raw, prop.uuid.bytes, 16);
-  int len = snprintf(text, GPU_UUID_TEXT, "GPU-");
-  for (int i = 0; i < 16; i++)
-    len += snprintf(text + len, (size_t)(GPU_UUID_TEXT - len), "%s%02x",
-                    i == 4 || i == 6 || i == 8 || i == 10 ? "-" : "",
-                    raw[i]);
-}
-
 enum gpu_sharing decide_gpu_sharing(int ranks, int ngpus, int per_gpu,
                                     const char *who, int say)
 {

@@ -266,6 +266,8 @@ fault_subset_cells() {
       i=$((i + 1))
       case $call in
         cudaDeviceGetAttribute) echo "fails pthread $p lesson 2 1 $call" ;;
+        # Only MPI processes compare their GPUs (transport_gpu_load).
+        cudaGetDeviceProperties) echo "fails mpi $p lesson 2 1 $call" ;;
         *) echo "fails pthread $p $(fault_subset_where $call) $call" ;;
       esac
       case $call in
@@ -274,7 +276,7 @@ fault_subset_cells() {
       esac
       # allreduce_sm hangs the odd calls of the list, allgather_ce the even.
       if [ $((i % 2)) = "$([ $p = allreduce_sm ] && echo 1 || echo 0)" ]; then
-        for mode in pthread mpi; do
+        for mode in $([ $call = cudaGetDeviceProperties ] || echo pthread) mpi; do
           echo "hangs $mode $p $(fault_subset_where $call) $call"
         done
       fi

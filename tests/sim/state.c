@@ -92,7 +92,6 @@ static const char *const injectable[] = {
     "cudaGetDeviceCount",
     "cudaSetDevice",
     "cudaDeviceGetAttribute",
-    "cudaGetDeviceProperties",
     "cudaDriverGetVersion",
     "cudaDeviceCanAccessPeer",
     "cudaMalloc",
@@ -110,8 +109,6 @@ static const char *const injectable[] = {
     "cudaEventSynchronize",
     "cudaEventElapsedTime",
     "cudaEventDestroy",
-    "cudaLibraryLoadData",
-    "cudaLaunchKernel",
     "ncclGetVersion",
     "ncclGetUniqueId",
     "ncclCommInitRank",
@@ -128,6 +125,7 @@ static const char *const injectable[] = {
     "cublasSetStream_v2",
     "cublasSgemm_v2",
     "cublasDestroy_v2",
+    "cudaGetDeviceProperties",
 };
 #define NINJECTABLE (sizeof injectable / sizeof injectable[0])
 

@@ -115,8 +115,10 @@ fi
 # and pthread transports in one program, rank-ordered output, strict
 # options, the GPU-sharing checks and the seam, and measured 1,900 lines
 # when the instruments moved out. The budget leaves 5% for fixes; growing
-# past it is a decision, taken by raising it here and saying why.
-COMMON_LINES=2000
+# past it is a decision, taken by raising it here and saying why. Raised
+# to 2100 for one GPU per task: MPI processes that each see their own GPU
+# as device 0 compare the GPUs' UUIDs (transport_gpu_load), about 90 lines.
+COMMON_LINES=2100
 if begin seam/common-line-budget; then
   run true
   lines=$(tracked_files common | grep -E '\.[ch]$' | (cd "$ROOT" && xargs cat) | wc -l)

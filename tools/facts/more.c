@@ -40,7 +40,7 @@ static int count_wrong(const void *recv, size_t bytes, int nranks,
                        int allreduce)
 {
   const size_t out = allreduce ? bytes : bytes * (size_t)nranks;
-  unsigned char *host = malloc(out);
+  void *host = malloc(out);
   if (host == NULL || cudaMemcpy(host, recv, out, cudaMemcpyDeviceToHost) !=
                           cudaSuccess) {
     free(host);
@@ -49,12 +49,13 @@ static int count_wrong(const void *recv, size_t bytes, int nranks,
   int wrong = 0;
   if (allreduce) {
     const float want = (float)nranks * (float)(nranks + 1) / 2;
-    const float *v = (const float *)host;
+    const float *v = host;
     for (size_t i = 0; i < bytes / sizeof(float); i++)
       wrong += v[i] != want;
   } else {
+    const unsigned char *b = host;
     for (size_t i = 0; i < out; i++)
-      wrong += host[i] != (unsigned char)(i / bytes + 1);
+      wrong += b[i] != (unsigned char)(i / bytes + 1);
   }
   free(host);
   return wrong;

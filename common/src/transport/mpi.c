@@ -13,6 +13,8 @@
 #include "requirements.h"
 #include "transport.h"
 
+static int gpu_load; /* the node's ranks on its busiest GPU, once known */
+
 /* Like CUDACHECK and NCCLCHECK (checks.h), for MPI calls. */
 #define MPICHECK(call)                                                         \
   do {                                                                         \
@@ -117,8 +119,10 @@ int run_ranks(int nranks, int ngpus, const example_options *opts, example_fn fn,
     job_abort(1);
   }
   transport_node(nranks, &local_rank, &local_size);
-  int shared_anywhere = transport_worst(
-      transport_gpu_load(local_rank % ngpus, ngpus, local_size, NULL, 0) > 1);
+  /* The node's GPU load (check_job measured it; else as if every process
+   * saw the same GPUs). */
+  int per_gpu = gpu_load ? gpu_load : (local_size + ngpus - 1) / ngpus;
+  int shared_anywhere = transport_worst(per_gpu > 1);
 
   rank_ctx ctx = {.rank = world_rank,
                   .nranks = world_size,
@@ -166,14 +170,21 @@ int transport_rank_count(int ngpus, int *nranks)
   return 0;
 }
 
-/* The node-local rank picks the GPU, so multi-node jobs work. */
-void transport_node(int nranks, int *local_rank, int *local_size)
+/* The processes of this node (free it with MPI_Comm_free). */
+static MPI_Comm node_comm(void)
 {
-  (void)nranks;
   MPI_Comm node;
   MPI_WAIT_CHECK("MPI_Comm_split_type", __FILE__, __LINE__,
                  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED,
                                      my_process, MPI_INFO_NULL, &node));
+  return node;
+}
+
+/* The node-local rank picks the GPU, so multi-node jobs work. */
+void transport_node(int nranks, int *local_rank, int *local_size)
+{
+  (void)nranks;
+  MPI_Comm node = node_comm();
   MPICHECK(MPI_Comm_rank(node, local_rank));
   MPICHECK(MPI_Comm_size(node, local_size));
   MPICHECK(MPI_Comm_free(&node));
@@ -184,72 +195,53 @@ int transport_worst_at(int value, const char *file, int line)
   return worst_at("transport_worst", value, file, line);
 }
 
-/* A rank and the UUID of the GPU it uses. */
-typedef struct gpu_user {
-  int rank;
-  unsigned char uuid[16];
-  char text[GPU_UUID_TEXT];
-} gpu_user;
-
-/* Appends to `who` the ranks of users[] (n) that use users[first]'s GPU:
- * "ranks 0, 2 and 3 use GPU-...". */
-static void name_sharers(const gpu_user *users, int n, int first, char *who,
-                         size_t who_size)
-{
-  size_t len = strlen(who);
-  int count = 0, total = 0;
-  for (int j = first; j < n; j++)
-    total += memcmp(users[j].uuid, users[first].uuid, 16) == 0;
-  len += (size_t)snprintf(who + len, len < who_size ? who_size - len : 0,
-                          "%sranks", len ? "; " : "");
-  for (int j = first; j < n && len < who_size; j++)
-    if (memcmp(users[j].uuid, users[first].uuid, 16) == 0) {
-      count++;
-      len += (size_t)snprintf(who + len, who_size - len, "%s%d",
-                              count == 1      ? " "
-                              : count < total ? ", "
-                                              : " and ",
-                              users[j].rank);
-    }
-  if (len < who_size)
-    snprintf(who + len, who_size - len, " use %s", users[first].text);
-}
-
+/* The node's ranks, each with the UUID of its GPU; who lists those that
+ * share one under its first user: "ranks 0 and 2 use GPU-...". */
 int transport_gpu_load(int device, int ngpus, int local_size, char *who,
                        size_t who_size)
 {
   (void)ngpus;
-  gpu_user me = {.rank = my_process};
-  gpu_uuid(device, me.uuid, me.text);
-  gpu_user *users = calloc((size_t)local_size, sizeof *users);
-  if (users == NULL) {
-    print_error("out of memory for %d ranks' GPUs\n", local_size);
-    job_abort(1);
-  }
-  MPI_Comm node;
-  MPI_WAIT_CHECK("MPI_Comm_split_type", __FILE__, __LINE__,
-                 MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED,
-                                     my_process, MPI_INFO_NULL, &node));
+  struct user {
+    int rank;
+    unsigned char uuid[16];
+    char text[48]; /* as nvidia-smi -L writes it */
+  } me = {.rank = my_process}, *all = host_calloc((size_t)local_size,
+                                                   sizeof me);
+  struct cudaDeviceProp prop;
+  CUDACHECK(cudaGetDeviceProperties(&prop, device));
+  memcpy(me.uuid, prop.uuid.bytes, 16);
+  for (int i = 0, len = snprintf(me.text, 5, "GPU-"); i < 16; i++)
+    len += snprintf(me.text + len, sizeof me.text - (size_t)len, "%s%02x",
+                    i == 4 || i == 6 || i == 8 || i == 10 ? "-" : "",
+                    me.uuid[i]);
+  MPI_Comm node = node_comm();
   MPI_WAIT_CHECK("MPI_Allgather", __FILE__, __LINE__,
-                 MPI_Allgather(&me, (int)sizeof me, MPI_BYTE, users,
+                 MPI_Allgather(&me, (int)sizeof me, MPI_BYTE, all,
                                (int)sizeof me, MPI_BYTE, node));
   MPICHECK(MPI_Comm_free(&node));
-  if (who_size > 0)
-    who[0] = '\0';
-  int most = 0;
+  size_t len = 0;
+  gpu_load = 0;
   for (int i = 0; i < local_size; i++) {
-    int same = 0, earlier = 0;
+    int same = 0, earlier = 0, listed = 0;
     for (int j = 0; j < local_size; j++)
-      if (memcmp(users[j].uuid, users[i].uuid, 16) == 0) {
-        same++;
-        earlier |= j < i;
-      }
-    most = same > most ? same : most;
-    if (same > 1 && !earlier && who_size > 0)
-      name_sharers(users, local_size, i, who, who_size);
+      if (memcmp(all[j].uuid, all[i].uuid, 16) == 0)
+        same++, earlier |= j < i;
+    gpu_load = same > gpu_load ? same : gpu_load;
+    for (int j = i; same > 1 && !earlier && j < local_size; j++)
+      if (memcmp(all[j].uuid, all[i].uuid, 16) == 0 && len < who_size)
+        len += (size_t)snprintf(who + len, who_size - len, "%s%d",
+                                listed++ == 0 ? (len ? "; ranks " : "ranks ")
+                                : listed < same ? ", "
+                                                : " and ",
+                                all[j].rank);
+    if (same > 1 && !earlier && len < who_size)
+      len += (size_t)snprintf(who + len, who_size - len, " use %s",
+                              all[i].text);
   }
-  free(users);
-  return most;
+  if (len == 0 && who_size > 0)
+    who[0] = '\0';
+  free(all);
+  return gpu_load;
 }
 
 void transport_too_few_gpus(int local_size, int ngpus, const char *who)
