@@ -35,19 +35,28 @@ static void maybe_corrupt(const ncclComm_t comm, float *out, size_t n)
     out[index] += 1.0f;
 }
 
+size_t sim_element_size(const sim_node *node)
+{
+  return node->type == ncclFloat ? sizeof(float) : 1;
+}
+
 /* The host call: checks, then records (graph capture) or queues. */
 static ncclResult_t call_collective(const char *call, const sim_node *node,
                                     cudaStream_t stream)
 {
   if (injected_failure(call))
     return ncclUnhandledCudaError;
-  if (node->type != ncclFloat || (!node->allgather && node->op != ncclSum)) {
+  /* AllReduce: float sums; AllGather: floats or bytes (the facts probe's). */
+  const int bytes_ok = node->allgather && (node->type == ncclInt8 ||
+                                           node->type == ncclUint8);
+  if ((node->type != ncclFloat && !bytes_ok) ||
+      (!node->allgather && node->op != ncclSum)) {
     snprintf(last_error, sizeof last_error,
              "ncclsim: only float%s is simulated",
-             node->allgather ? "" : " sum");
+             node->allgather ? " and 8-bit types are" : " sum");
     return ncclInvalidArgument;
   }
-  size_t bytes = node->count * sizeof(float);
+  size_t bytes = node->count * sim_element_size(node);
   int n = node->comm->nranks;
   check_buffer(node->comm, call, "send", node->send, bytes);
   check_buffer(node->comm, call, "receive", node->recv,
@@ -80,12 +89,13 @@ void run_collective(const sim_node *node)
 {
   const char *call = node->allgather ? "ncclAllGather" : "ncclAllReduce";
   ncclComm_t comm = node->comm;
-  const size_t count = node->count, bytes = count * sizeof(float);
+  const size_t size = sim_element_size(node);
+  const size_t count = node->count, bytes = count * size;
   const size_t n = (size_t)comm->nranks;
   const size_t out_count = node->allgather ? count * n : count;
   exchange(comm, LANE_WORK, call, count, 0, node->send, bytes);
-  float *out = calloc(out_count ? out_count : 1, sizeof(float));
-  float *peer_data = malloc(bytes ? bytes : 1);
+  unsigned char *out = calloc(out_count ? out_count : 1, size);
+  unsigned char *peer_data = malloc(bytes ? bytes : 1);
   if (out == NULL || peer_data == NULL)
     violation(comm, "collective-calls", call, "out of memory");
   for (int r = 0; r < comm->nranks; r++) {
@@ -95,14 +105,15 @@ void run_collective(const sim_node *node)
       violation(comm, "collective-calls", call,
                 "rank %d passed count %zu, this rank %zu", r, peer.size, count);
     if (node->allgather)
-      memcpy(out + (size_t)r * count, peer_data, bytes);
-    else
+      memcpy(out + (size_t)r * bytes, peer_data, bytes);
+    else /* float sums (call_collective) */
       for (size_t i = 0; i < count; i++)
-        out[i] += peer_data[i];
+        ((float *)(void *)out)[i] += ((const float *)(void *)peer_data)[i];
   }
   finish_exchange(comm, LANE_WORK);
-  maybe_corrupt(comm, out, out_count);
-  memcpy(node->recv, out, out_count * sizeof(float));
+  if (size == sizeof(float))
+    maybe_corrupt(comm, (float *)(void *)out, out_count);
+  memcpy(node->recv, out, out_count * size);
   free(out);
   free(peer_data);
 }

@@ -168,7 +168,7 @@ enum { AR_SMALL, AR_LARGE, AG_SYM, AR_RING_228, AG_RING_228, AR_RING_231,
 void cupti_collective(uint32_t correlation, const sim_node *node)
 {
   ncclComm_t comm = node->comm;
-  const size_t bytes = node->count * sizeof(float);
+  const size_t bytes = node->count * sim_element_size(node);
   const size_t out = node->allgather ? bytes * (size_t)comm->nranks : bytes;
   if (comm->nranks == 1) {
     cupti_copy(correlation, comm->device, CUPTI_ACTIVITY_MEMCPY_KIND_DTOD,

@@ -102,7 +102,7 @@ cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 grid, dim3 block,
 int reads_early(const sim_node *node)
 {
   const int v = simulated_version();
-  const size_t bytes = node->count * sizeof(float);
+  const size_t bytes = node->count * sim_element_size(node);
   const size_t out = node->allgather ? bytes * (size_t)node->comm->nranks
                                      : bytes;
   return v >= NCCL_VERSION(2, 28, 0) && v < NCCL_VERSION(2, 30, 7) &&

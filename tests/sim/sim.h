@@ -237,6 +237,10 @@ int machine_device(int device);
 /* Does a symmetric window of comm hold [p, p + bytes)? */
 int in_symmetric_window(ncclComm_t comm, const void *p, size_t bytes);
 
+/* ------------------------------------------------------- collectives.c */
+/* Bytes per element of a collective's data type. */
+size_t sim_element_size(const sim_node *node);
+
 /* ----------------------------------------------------------- kernels.c */
 /* Does NCCL (the simulated version) start this collective before the
  * kernel queued before it on its stream has ended, when that kernel lets

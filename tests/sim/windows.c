@@ -78,6 +78,13 @@ static int symmetric_support(const struct ncclComm *comm)
 {
   if (env_long("SIM_NO_SYMMETRIC", 0))
     return 0;
+  /* NCCL_WIN_ENABLE=0 and NCCL_CUMEM_ENABLE=0 leave no window (recorded on
+   * 2.30.7: docs/facts, env.win-enable-0, env.cumem-enable-0), read as
+   * NCCL reads its integers. */
+  const char *win = getenv("NCCL_WIN_ENABLE"), *cumem = getenv("NCCL_CUMEM_ENABLE");
+  if ((win && *win && strtoll(win, NULL, 0) == 0) ||
+      (cumem && *cumem && strtoll(cumem, NULL, 0) == 0))
+    return 0;
   return !(comm->alone_on_nodes &&
            simulated_version() < NCCL_VERSION(2, 28, 7));
 }

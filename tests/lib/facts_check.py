@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""The simulation against a recorded run of tools/nccl_facts.
+
+  facts_check.py RECORD MEASURED EXCEPTIONS
+
+RECORD is a docs/facts file, MEASURED the simulated probe's --tsv output
+for the same version and rank count, EXCEPTIONS tests/facts_exceptions.txt.
+For every fact of RECORD: control, result and window must be equal, unless
+an exception names the fact (and version and ranks); an exception whose
+fact now agrees is stale. Facts MEASURED has and RECORD lacks are listed,
+not failed (not yet recorded on a GPU). Exit 1 on a difference or a stale
+exception."""
+import sys
+
+
+def rows(path):
+    with open(path) as f:
+        lines = [l.rstrip("\n").split("\t") for l in f if l.strip()]
+    return {r[0]: r for r in lines[1:]}
+
+
+def exceptions(path):
+    out = []
+    with open(path) as f:
+        for line in f:
+            if line.startswith("#") or " -- " not in line:
+                continue
+            fact, version, ranks = line.split(" -- ")[0].split()
+            out.append((fact, version, ranks))
+    return out
+
+
+def name(code, ranks):
+    code = int(code)
+    return f"{code // 10000}.{code % 10000 // 100}.{code % 100}", ranks
+
+
+def main():
+    record, measured, excepted = rows(sys.argv[1]), rows(sys.argv[2]), exceptions(sys.argv[3])
+    problems = []
+    for fact, rec in record.items():
+        version, ranks = name(rec[1], rec[2])
+        rule = [e for e in excepted if e[0] in (fact, "*") and e[1] in (version, "*") and e[2] in (ranks, "*")]
+        sim = measured.get(fact)
+        if sim is None:
+            problems.append(f"{fact}: recorded, but the simulated probe printed no line")
+            continue
+        differs = rec[3:6] != sim[3:6]
+        if differs and not rule:
+            problems.append(f"{fact}: recorded {' | '.join(rec[3:6])}; simulated {' | '.join(sim[3:6])}")
+        elif rule and not differs and rule[0][0] != "*":
+            problems.append(f"{fact}: excepted for {version}, {ranks} rank(s), but the simulation now agrees: remove the exception")
+    for fact in measured:
+        if fact not in record:
+            print(f"# {fact}: not in {sys.argv[1]} (not yet recorded on a GPU)")
+    for p in problems:
+        print(p)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
