@@ -125,7 +125,7 @@ static void early_reads(ncclComm_t comm, int rank, int nranks, outcome *o,
                         int in_windows)
 {
   control(comm, o);
-  const size_t count = MIB, bytes = count * sizeof(float);
+  const size_t count = MIB / sizeof(float), bytes = MIB;
   float *send = NULL, *recv = NULL;
   ncclWindow_t sw = NOT_WRITTEN, rw = NOT_WRITTEN;
   cudaLibrary_t library = NULL;
