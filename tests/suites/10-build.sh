@@ -255,7 +255,7 @@ if begin build/tools-nccl-facts; then
   fi
   run "$B/tools-cpu/nccl_facts" --help
   want_status 0
-  want_out "Usage: nccl_facts [--ranks N] [--tsv] [--only ID] [--timeout S]"
+  want_out "Usage: nccl_facts [--ranks N] [--tsv] [--only ID[,ID...]] [--timeout S]"
   run "$B/tools-cpu/nccl_facts" --only no.such.fact
   want_status 2
   want_err "nccl_facts: --only names no fact"

@@ -5,7 +5,7 @@
  * NCCL's last error) and whether the fact's control behaved normally.
  *
  *   make -C tools facts
- *   tools/nccl_facts [--ranks N] [--tsv] [--only ID] [--timeout S]
+ *   tools/nccl_facts [--ranks N] [--tsv] [--only ID[,ID...]] [--timeout S]
  *
  * --ranks N runs every fact with N ranks, threads of one process; more
  * ranks than GPUs share them (NCCL >= 2.30 and NCCL_MULTI_RANK_GPU_ENABLE,
@@ -39,12 +39,25 @@
 static int normal[64];
 static int no_gpu; /* a child found no GPU: nothing could be asked */
 
-static int index_of(const char *id)
+/* The index of the fact whose id is the len bytes at id, or -1. */
+static int index_of_n(const char *id, size_t len)
 {
   for (int i = 0; i < nfacts; i++)
-    if (strcmp(facts[i].id, id) == 0)
+    if (strlen(facts[i].id) == len && strncmp(facts[i].id, id, len) == 0)
       return i;
   return -1;
+}
+
+static int index_of(const char *id) { return index_of_n(id, strlen(id)); }
+
+/* Does the comma-separated list name id? */
+static int named(const char *list, const char *id)
+{
+  const size_t len = strlen(id);
+  for (const char *p = list; *p; p += strcspn(p, ","), p += *p == ',')
+    if (strcspn(p, ",") == len && strncmp(p, id, len) == 0)
+      return 1;
+  return 0;
 }
 
 /* Runs fact f in a child process (its variables set, a time limit) and
@@ -129,7 +142,7 @@ static int ask(const fact *f, int nranks, int nccl, int tsv, int limit)
 static int usage(const char *why)
 {
   fprintf(stderr,
-          "nccl_facts: %s\nUsage: nccl_facts [--ranks N] [--tsv] [--only ID]"
+          "nccl_facts: %s\nUsage: nccl_facts [--ranks N] [--tsv] [--only ID[,ID...]]"
           " [--timeout S]\n",
           why);
   return 2;
@@ -160,14 +173,14 @@ int main(int argc, char *argv[])
     } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
       only = argv[++i];
     } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-      printf("Usage: nccl_facts [--ranks N] [--tsv] [--only ID] [--timeout S]\n"
+      printf("Usage: nccl_facts [--ranks N] [--tsv] [--only ID[,ID...]] [--timeout S]\n"
              "Asks the loaded NCCL what it does with windows, one fact per"
              " line (docs/facts/README.md).\n"
              "  --ranks N    run each fact with N ranks, threads of one"
              " process (1 to 64)\n"
              "  --tsv        tab-separated values, the form docs/facts"
              " records\n"
-             "  --only ID    only the fact ID (and its control)\n"
+             "  --only ID[,ID...]  only these facts (and their controls)\n"
              "  --timeout S  a fact that has not answered after S seconds is"
              " hung (default 60)\n"
              "Exit status: 0; 1 if a fact could not be asked, or no GPU is"
@@ -177,6 +190,9 @@ int main(int argc, char *argv[])
       return usage("unknown argument");
     }
   }
+  for (const char *id = only; id && *id; id += strcspn(id, ","), id += *id == ',')
+    if (index_of_n(id, strcspn(id, ",")) < 0)
+      return usage("--only names no fact");
   int nccl = 0;
   ncclGetVersion(&nccl);
   if (nranks > 1)
@@ -187,14 +203,13 @@ int main(int argc, char *argv[])
     printf("NCCL %d.%d.%d loaded (built against nccl.h %d), %d rank(s)\n",
            nccl / 10000, nccl % 10000 / 100, nccl % 100, NCCL_VERSION_CODE,
            nranks);
-  const int wanted = only ? index_of(only) : -1;
-  if (only && wanted < 0)
-    return usage("--only names no fact");
   for (int i = 0; i < nfacts; i++) {
-    /* With --only, its control too. */
-    if (only && i != wanted &&
-        !(facts[wanted].control &&
-          strcmp(facts[wanted].control, facts[i].id) == 0))
+    /* With --only, the facts named and their controls. */
+    int asked = !only || named(only, facts[i].id);
+    for (int j = 0; j < nfacts && !asked; j++)
+      asked = named(only, facts[j].id) && facts[j].control &&
+              strcmp(facts[j].control, facts[i].id) == 0;
+    if (!asked)
       continue;
     if (ask(&facts[i], nranks, nccl, tsv, limit) != 0) {
       fprintf(stderr, "nccl_facts: could not ask %s: %s\n", facts[i].id,
