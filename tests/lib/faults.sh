@@ -40,11 +40,13 @@ fault_ranks() { # N
   esac
 }
 
-fault_cell_name() { # ACTION MODE PROGRAM HOW N R CALL
+# fault_name_of ACTION MODE PROGRAM HOW N R CALL: the cell's case name, in
+# CELL_NAME (no subshell: the whole matrix is named on every run).
+fault_name_of() {
   if [ "$1" = fails ]; then
-    echo "faults/$2/$3/$4/$7-fails-on-rank-$6-of-$5"
+    CELL_NAME="faults/$2/$3/$4/$7-fails-on-rank-$6-of-$5"
   else
-    echo "hang/$2/$3/$4/$7-on-rank-$6-of-$5"
+    CELL_NAME="hang/$2/$3/$4/$7-on-rank-$6-of-$5"
   fi
 }
 
@@ -94,7 +96,8 @@ fault_census() {
 # fault_cell ACTION MODE PROGRAM HOW N R CALL: runs one cell as a case.
 fault_cell() {
   local action=$1 mode=$2 p=$3 how=$4 n=$5 r=$6 call=$7 name start took census makes=0
-  name=${FAULT_CELL_NAME:-$(fault_cell_name "$@")}
+  fault_name_of "$@"
+  name=${FAULT_CELL_NAME:-$CELL_NAME}
   if [ "$mode" = mpi ] && [ $HAVE_MPI = 0 ]; then
     [ -z "$LIST" ] && { [ -z "$FILTER" ] || [[ $name =~ $FILTER ]]; } && echo "$call" >>"$SKIPPED_LOG"
     mpi_cases "$name"
@@ -213,14 +216,15 @@ fault_cell() {
 # every rank on one GPU.
 FAULT_HANG_EVERYWHERE="cudaMemcpy ncclGetUniqueId ncclCommInitRank ncclCommInitRankConfig ncclCommWindowRegister"
 fault_matrix_cells() {
-  local mode p how n r call
+  local mode p how n r call calls
+  calls=$(injectable_calls)
   for mode in pthread mpi; do
     for p in $PROGRAMS; do
       for how in lesson bench shared; do
         for n in 1 2 8; do
           [ $how = shared ] && [ $n = 1 ] && continue
           for r in $(fault_ranks $n); do
-            for call in $(injectable_calls); do
+            for call in $calls; do
               echo "fails $mode $p $how $n $r $call"
             done
           done
@@ -228,7 +232,7 @@ fault_matrix_cells() {
         for n in 1 2 4 8; do
           [ $how = shared ] && [ $n = 1 ] && continue
           for r in $(fault_ranks $n); do
-            for call in $(injectable_calls); do
+            for call in $calls; do
               [ $n = 2 ] || [[ " $FAULT_HANG_EVERYWHERE " == *" $call "* ]] || continue
               echo "hangs $mode $p $how $n $r $call"
             done
@@ -253,11 +257,12 @@ fault_subset_where() {
   esac
 }
 
-# `make test`'s subset (about 190 cells, run in parallel): every call fails
-# once per program under pthread and the --bench calls also on the last of
-# 8 ranks; a handful under MPI and on a shared GPU; every call hangs once
-# per mode, the programs taking turns call by call (each hang cell waits
-# out its --timeout: all of them are in `make test-faults`).
+# `make test`'s subset (run in parallel; tests/README.md gives its size,
+# checked): every call fails once per program under pthread and the --bench
+# calls also on the last of 8 ranks; a handful under MPI and on a shared
+# GPU; every call hangs once per mode, the programs taking turns call by
+# call (each hang cell waits out its --timeout: all of them are in
+# `make test-faults`).
 fault_subset_cells() {
   local p call mode i
   for p in $PROGRAMS; do
@@ -307,7 +312,7 @@ fault_run_cells() {
   shift
   local -a todo=()
   for cell in "$@"; do
-    [ -z "$FILTER" ] || [[ $(fault_cell_name $cell) =~ $FILTER ]] && todo+=("$cell")
+    [ -z "$FILTER" ] || { fault_name_of $cell && [[ $CELL_NAME =~ $FILTER ]]; } && todo+=("$cell")
   done
   if [ -n "$LIST" ]; then
     for cell in "${todo[@]}"; do fault_cell $cell; done
@@ -322,7 +327,7 @@ fault_run_cells() {
     [ "$mode" = mpi ] && [ $HAVE_MPI = 0 ] && continue
     (fault_census "$mode" "$p" "$how" "$n" >/dev/null 2>&1) </dev/null &
     while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
-  done < <(for cell in "${todo[@]}"; do echo "$cell" | cut -d' ' -f2-5; done | sort -u)
+  done < <(for cell in "${todo[@]}"; do set -- $cell && echo "$2 $3 $4 $5"; done | sort -u)
   wait
   echo "# census of $(ls "$CENSUS_DIR" 2>/dev/null | grep -c '\.txt$') configurations in $(($(date +%s) - start)) s"
   for cell in "${todo[@]}"; do

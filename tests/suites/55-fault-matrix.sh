@@ -23,3 +23,17 @@ if mpi_cases "faults/test-faults-runs-mpi-cells" && begin "faults/test-faults-ru
   want_out "1 passed, 0 failed, 0 skipped"
   end
 fi
+
+# The sizes tests/README.md gives (the calls, the whole matrix, this
+# subset) are counted from the definitions above, not typed from a run.
+if begin faults/readme-gives-the-matrix-sizes; then
+  thousands() { sed -e ':a' -e 's/\([0-9]\)\([0-9]\{3\}\)\($\|,\)/\1,\2\3/' -e 'ta'; }
+  whole=$(fault_matrix_cells | wc -l | thousands)
+  run grep -o -e 'can fail ([0-9]* CUDA' -e 'matrix is [0-9,]* cells' -e 'runs [0-9]* of them' \
+    -e 'all [0-9,]* cells' tests/README.md
+  want_out "can fail ($(injectable_calls | wc -l) CUDA"
+  want_out "matrix is $whole cells"
+  want_out "all $whole cells"
+  want_out "runs ${#cells[@]} of them"
+  end
+fi
