@@ -18,7 +18,7 @@ import os
 import re
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.environ.get("SUITE_ROOT") or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CALL = re.compile(r'(?:print_error|option_error)\(\s*((?:"(?:[^"\\]|\\.)*"\s*)+)')
 LITERAL = re.compile(r'"((?:[^"\\]|\\.)*)"')
 CONVERSION = re.compile(r'%[-+ #0-9.]*(?:zu|lld|ld|d|s|p|g|f|c|u)')

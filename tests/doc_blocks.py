@@ -19,6 +19,9 @@ The line above its fence says whether the test suite can run it:
                               those a mark names: "; uses gnuplot")
   doc_blocks.py --run FILE [--time-limit S]   runs FILE's runnable blocks
                               (exit 1 at the first that fails, or after S s)
+  doc_blocks.py --script FILE NEEDS WORK   prints the script that runs
+                              FILE's blocks marked <!-- needs NEEDS... -->
+                              (tests/slurm.sh runs the Slurm ones)
 
 --run copies the working tree (the files git tracks or would track: what a
 fresh clone holds, with uncommitted changes) into a scratch folder, starts
@@ -121,28 +124,47 @@ def missing(doc):
     return sorted({c for c in need if shutil.which(c) is None or (no_mpi and c == "mpirun")})
 
 
+HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1")
+
+
 def commands(lines):
     """Groups a block's lines into commands: a line ending in a backslash
-    goes on with the next. Yields (index of the first line, text)."""
+    goes on with the next, and a here-document (<<'EOF') runs to the line
+    that ends it. Yields (index of the first line, text, whether it has a
+    here-document: its input is that, not /dev/null)."""
     i = 0
     while i < len(lines):
         start, text = i, lines[i]
         while text.endswith("\\") and i + 1 < len(lines):
             i += 1
             text += "\n" + lines[i]
-        yield start, text
+        here = HEREDOC.search(text)
+        if here:
+            while i + 1 < len(lines) and lines[i].strip() != here.group(2):
+                i += 1
+                text += "\n" + lines[i]
+        yield start, text, bool(here)
         i += 1
 
 
-def script(doc, work):
-    """The bash script that runs doc's runnable blocks in order."""
+def needing(doc, what):
+    """doc's blocks whose mark says they need something starting with what
+    (such as "Slurm"), in the form runnable gives (no simulated GPU count:
+    whatever runs them sets it)."""
+    return [(b, None, []) for b, m in shell_blocks(doc) if m and m[0] == "needs" and m[1].startswith(what)]
+
+
+def script(doc, work, blocks=None):
+    """The bash script that runs doc's runnable blocks (or these blocks) in
+    order."""
     out = ["doc_fail() { echo \"doc_blocks: $1: exit status $2\" >&2; exit 1; }",
            "cd \"$DOC_REPO\" || exit 1"]
-    for block, gpus, _ in runnable(doc):
-        out.append(f"export SIM_DEVICES={gpus}")
+    for block, gpus, _ in runnable(doc) if blocks is None else blocks:
+        if gpus is not None:
+            out.append(f"export SIM_DEVICES={gpus}")
         lines = block.lines
         transcript = any(l.startswith("$ ") for l in lines)
-        for start, text in commands(lines):
+        for start, text, here in commands(lines):
             where = f"{doc}:{block.line + 1 + start}"
             if transcript:
                 if not text.startswith("$ "):
@@ -162,8 +184,8 @@ def script(doc, work):
                         f"diff -u {shlex.quote(stem + '.want')} {shlex.quote(stem + '.got')} ||"
                         f" {{ echo {shlex.quote('doc_blocks: ' + where + ': the output differs from the block (- block, + printed)')} >&2; exit 1; }}"]
             elif text.strip() and not text.lstrip().startswith("#"):
-                out += [f"echo {shlex.quote('+ ' + where + ': ' + text)}",
-                        text + " </dev/null",
+                out += [f"echo {shlex.quote('+ ' + where + ': ' + text.split(chr(10))[0])}",
+                        text if here else text + " </dev/null",
                         f"doc_status=$?; [ $doc_status = 0 ] || doc_fail {shlex.quote(where)} $doc_status"]
     out.append("echo \"doc_blocks: every block ran\"")
     return "\n".join(out) + "\n"
@@ -212,7 +234,7 @@ def run(doc, time_limit):
                    OMPI_MCA_rmaps_base_oversubscribe="1")
         if os.geteuid() == 0:  # as the suite does (tests/lib/programs.sh)
             env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-        for v in ("TEST_LOGS", "TEST_LIST", "MAKEFLAGS", "MAKELEVEL", "MFLAGS"):
+        for v in ("TEST_LOGS", "TEST_LIST", "MAKEFLAGS", "MAKELEVEL", "MFLAGS", "SUITE_ROOT"):
             env.pop(v, None)
         path = os.path.join(work, "blocks.sh")
         with open(path, "w") as f:
@@ -253,6 +275,9 @@ def main(argv):
     what.add_argument("--missing", metavar="FILE",
                       help="the commands FILE's runnable blocks need that are not installed (mpirun, gnuplot, ...)")
     what.add_argument("--run", metavar="FILE", help="run FILE's runnable blocks in order")
+    what.add_argument("--script", nargs=3, metavar=("FILE", "NEEDS", "WORK"),
+                      help="print the bash script that runs FILE's blocks marked as needing NEEDS... (such as"
+                           " Slurm) in the folder $DOC_REPO, keeping its scratch files in WORK")
     ap.add_argument("--time-limit", type=int, default=TIME_LIMIT, metavar="S",
                     help=f"with --run: end the blocks after S seconds (default {TIME_LIMIT})")
     a = ap.parse_args(argv)
@@ -269,6 +294,14 @@ def main(argv):
         return 0
     if a.missing:
         print(" ".join(missing(a.missing)))
+        return 0
+    if a.script:
+        doc, what, work = a.script
+        blocks = needing(doc, what)
+        if not blocks:
+            print(f"doc_blocks: {doc} has no block marked <!-- needs {what}... -->", file=sys.stderr)
+            return 1
+        sys.stdout.write(script(doc, work, blocks))
         return 0
     return run(a.run, a.time_limit)
 

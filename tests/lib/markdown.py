@@ -5,7 +5,7 @@ import os
 import re
 import subprocess
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.environ.get("SUITE_ROOT") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # lang: the fence's info word ("sh", "c", "" ...); lines: the block's lines;
 # before: the line above the opening fence (where a marker comment goes);
