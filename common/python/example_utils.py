@@ -37,7 +37,8 @@ INSTALL_HINT = "install the requirements, e.g. pip install -r requirements-cu13.
 
 class Ranks:
     """This process's place in the MPI job: one rank per GPU, the GPU being
-    the node-local rank. Collective methods must be called by every rank."""
+    the node-local rank mod the GPUs it sees. Collective methods must be
+    called by every rank."""
 
     def __init__(self, prog):
         try:
@@ -50,10 +51,9 @@ class Ranks:
         self.world = MPI.COMM_WORLD
         self.rank = self.world.Get_rank()
         self.size = self.world.Get_size()
-        node = self.world.Split_type(MPI.COMM_TYPE_SHARED, key=self.rank)
-        self.local_rank = node.Get_rank()
-        self.local_size = node.Get_size()
-        node.Free()
+        self.node = self.world.Split_type(MPI.COMM_TYPE_SHARED, key=self.rank)
+        self.local_rank = self.node.Get_rank()
+        self.local_size = self.node.Get_size()
         # An exception on one rank must end the whole job, not leave the
         # other ranks waiting in a collective.
         default_hook = sys.excepthook
@@ -90,6 +90,11 @@ class Ranks:
             for t in texts:
                 if t:
                     print(t, flush=True)
+
+    def node_gather(self, value):
+        """Collective: every rank of this node gets the node's values, in
+        node-local rank order, each with its world rank: [(rank, value)]."""
+        return self.node.allgather((self.rank, value))
 
     def worst(self, status):
         """Collective: the largest status any rank passed."""
@@ -135,56 +140,95 @@ def multi_rank_gpu_requested():
         return -1, text
 
 
+def gpu_name(props):
+    """The name of the GPU behind a cudaGetDeviceProperties result, the same
+    in every process whatever it sees as its device 0: its UUID as
+    nvidia-smi -L prints it (GPU-...), or its PCI address where CuPy gives
+    no UUID."""
+    uuid = props.get("uuid")
+    if isinstance(uuid, (bytes, bytearray)) and len(uuid) == 16:
+        h = uuid.hex()
+        return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    return f"PCI {props['pciDomainID']:04x}:{props['pciBusID']:02x}:{props['pciDeviceID']:02x}"
+
+
+def gpu_load(picks):
+    """From the node's [(rank, GPU name)]: how many ranks use the busiest
+    GPU, and which ranks share which GPU ("ranks 0 and 1 use GPU-...; ranks
+    2 and 3 use GPU-...", as the C programs say it), or "" if none do."""
+    users = {}
+    for rank, gpu in sorted(picks):
+        users.setdefault(gpu, []).append(rank)
+    shared = []
+    for gpu, rs in users.items():
+        if len(rs) > 1:
+            shared.append(f"ranks {', '.join(str(r) for r in rs[:-1])} and {rs[-1]} use {gpu}")
+    return max((len(rs) for rs in users.values()), default=0), "; ".join(shared)
+
+
 def select_gpu(ranks, cupy, nccl):
-    """Every rank checks it has a GPU of its own, or may share one (NCCL >=
-    2.30 with NCCL_MULTI_RANK_GPU_ENABLE=1), and makes it current (node-local
-    rank mod GPUs); if any rank may not, every rank says why and the job
-    stops. Ranks sharing a GPU get NCCL_MAX_CTAS as in the C programs
-    (common/src/requirements.c says why), and rank 0 prints the two lines
-    that say so."""
-    problem, message, shared = 0, "", False
+    """Every rank picks a GPU (node-local rank mod the GPUs it sees: under
+    Slurm's --gpus-per-task=1 each sees its own as device 0), and the ranks
+    of each node compare the GPUs they picked by name. A GPU used by two
+    ranks needs NCCL >= 2.30 with NCCL_MULTI_RANK_GPU_ENABLE=1; if any rank
+    may not go on, it says why (the node's first rank for the node's GPUs)
+    and the job stops. Ranks sharing a GPU get NCCL_MAX_CTAS as in the C
+    programs (common/src/requirements.c says why), and rank 0 prints the two
+    lines that say so."""
+    problem, message, name, node_verdict = 0, "", "", False
     try:
         ngpus = cupy.cuda.runtime.getDeviceCount()
+        device = ranks.local_rank % ngpus if ngpus > 0 else 0
+        if ngpus > 0:
+            name = gpu_name(cupy.cuda.runtime.getDeviceProperties(device))
     except cupy.cuda.runtime.CUDARuntimeError as e:
         ngpus, problem = 0, EXIT_FAILURE
-        message = f"no usable GPU: cudaGetDeviceCount failed: {e}"
-    if problem == 0 and ranks.local_size > ngpus:
+        message = f"no usable GPU: {e}"
+    if problem == 0 and ngpus == 0:
+        problem, message = EXIT_FAILURE, "no usable GPU: this process sees none"
+    # Collective from here on: every rank takes part, whatever it found.
+    per_gpu, who = gpu_load([(r, g) for r, g in ranks.node_gather(name) if g])
+    shared = False
+    if problem == 0 and per_gpu > 1:
+        node_verdict = True
         asked, text = multi_rank_gpu_requested()
         info = nccl.get_version().libnccl
         from packaging.version import Version
         if asked == 0:
             problem = EXIT_USAGE
-            message = (f"node-local rank {ranks.local_rank} of {ranks.local_size} on {os.uname().nodename}:"
-                       f" only {ngpus} GPU(s) visible there; one rank per GPU, so start at most"
-                       f" {ngpus} rank(s) per node; with NCCL >= 2.30, NCCL_MULTI_RANK_GPU_ENABLE=1"
-                       " lets ranks share a GPU")
+            message = (f"{ranks.local_size} ranks on {os.uname().nodename} share GPUs ({who}); one rank per GPU:"
+                       " give each rank a GPU of its own (Slurm's --gpus-per-task=1, or CUDA_VISIBLE_DEVICES),"
+                       f" or start at most {ngpus} rank(s) per node where each process sees {ngpus} GPU(s);"
+                       " with NCCL >= 2.30, NCCL_MULTI_RANK_GPU_ENABLE=1 lets ranks share a GPU")
         elif asked < 0:
             problem = EXIT_USAGE
             message = (f"invalid NCCL_MULTI_RANK_GPU_ENABLE='{text}': NCCL ignores a value that is"
-                       f" not a number; use 1 to let {ranks.local_size} ranks share {ngpus} GPU(s),"
-                       " or unset it")
+                       f" not a number; use 1 to let ranks share a GPU ({who}), or unset it")
         elif info is None or info.version < Version(SHARED_GPU_MIN):
             problem = EXIT_USAGE
             have = info.version if info is not None else "unknown"
             message = (f"NCCL_MULTI_RANK_GPU_ENABLE={text}: ranks may share a GPU only with NCCL >= 2.30,"
-                       f" and the loaded NCCL is {have}; use a newer NCCL or at most {ngpus} rank(s) here")
+                       f" and the loaded NCCL is {have}; use a newer NCCL or at most {ngpus} rank(s) here"
+                       f" ({who})")
         else:
             shared = True
     worst = ranks.worst(problem)
     if worst:
-        ranks.error(message or "stopping: another rank has no GPU of its own (see its message)")
+        # A verdict on the node's GPUs is the same on each of its ranks:
+        # said once, by its first rank.
+        if message and (ranks.local_rank == 0 or not node_verdict):
+            ranks.error(message)
         sys.exit(worst)
-    device = ranks.local_rank % ngpus
     cupy.cuda.Device(device).use()
     if shared:
-        fit_shared_gpu_kernels(ranks, cupy, ngpus, device)
+        fit_shared_gpu_kernels(ranks, cupy, per_gpu, ngpus, device)
     return device
 
 
-def fit_shared_gpu_kernels(ranks, cupy, ngpus, device):
-    """Caps NCCL_MAX_CTAS so that every rank's NCCL kernels fit on the
-    shared GPU at once, unless the user set it; rank 0 says which holds."""
-    per_gpu = -(-ranks.local_size // ngpus)
+def fit_shared_gpu_kernels(ranks, cupy, per_gpu, ngpus, device):
+    """Caps NCCL_MAX_CTAS so that the kernels of the per_gpu ranks on the
+    busiest GPU fit on it at once, unless the user set it; rank 0 says which
+    holds."""
     ranks.print_root(f"{ranks.local_size} ranks share {ngpus} GPU{'' if ngpus == 1 else 's'}"
                      " (NCCL_MULTI_RANK_GPU_ENABLE=1): results are real NCCL; bandwidths are one"
                      " GPU's, not a link's")
