@@ -58,21 +58,54 @@ need() {
 }
 
 # run CMD...: runs it with the time limit; sets $status. A case whose
-# build failed does not run.
+# build failed does not run. Shortly before the limit, the stacks of every
+# process the command started are written to $f.stacks (gdb), so that a
+# hang says where it hung.
 run() {
   if [ -n "$unbuilt" ]; then
     status=-1
     : >"$f.out" >"$f.err"
     return
   fi
-  timeout -k 5 "$TIMEOUT" "$@" >"$f.out" 2>"$f.err"
+  rm -f "$f.stacks"
+  timeout -k 5 "$TIMEOUT" "$@" <&0 >"$f.out" 2>"$f.err" &
+  local job=$! watcher
+  # (the stacks take a second or two per process: started a sixth of the
+  # limit before it, at least 2 s)
+  { sleep $((TIMEOUT > 12 ? TIMEOUT - TIMEOUT / 6 : TIMEOUT > 3 ? TIMEOUT - 2 : 1)) &&
+    stacks_of "$job" >"$f.stacks"; } </dev/null 2>/dev/null &
+  watcher=$!
+  wait "$job"
   status=$?
+  pkill -P "$watcher" sleep 2>/dev/null
+  wait "$watcher" 2>/dev/null
+}
+
+# stacks_of PID: every thread's stack of each process under PID (gdb, where
+# installed), the launchers (timeout, mpirun, bash, env) left out.
+stacks_of() {
+  local queue=("$1") all=() p
+  while [ ${#queue[@]} -gt 0 ]; do
+    p=${queue[0]}
+    queue=("${queue[@]:1}")
+    all+=("$p")
+    queue+=($(pgrep -P "$p"))
+  done
+  command -v gdb >/dev/null || { echo "gdb not installed: no stacks"; return; }
+  for p in "${all[@]}"; do
+    case $(cat "/proc/$p/comm" 2>/dev/null) in
+      "" | timeout | mpirun | orterun | prterun | bash | env | sleep) continue ;;
+    esac
+    echo "=== process $p: $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | cut -c1-200)"
+    timeout 10 gdb -batch -nx -p "$p" -ex 'thread apply all bt' 2>&1 |
+      grep -E '^(Thread|#[0-9])' | cut -c1-240
+  done
 }
 want_status() {
   if [ "$status" = -1 ]; then
     return # not run: the reason is already in $why
   elif [ "$status" = 124 ] || [ "$status" = 137 ]; then
-    why+="timed out after ${TIMEOUT}s (hang); "
+    why+="timed out after ${TIMEOUT}s (hang$([ -s "$f.stacks" ] && echo "; its stacks: $f.stacks")); "
   elif [ "$status" != "$1" ]; then
     why+="exit status $status, wanted $1; "
   fi
