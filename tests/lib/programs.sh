@@ -110,9 +110,10 @@ sim_run() {
 # once the hang is injected sends SIGNAL to rank RANK's process; waits for
 # the job and sets $status.
 mpi_signal_rank() {
-  local prog=$1 rank=$2 sig=$3 setting=$4 job pid="" q i
+  local prog=$1 rank=$2 sig=$3 setting=$4 job pid="" q i exe
   shift 4
   need programs-sim-mpi
+  exe=$(realpath "$B/sim-mpi/$prog")
   [ -z "$unbuilt" ] || { run true; return; }
   env "$setting" SIM_DIR="$TMPDIR" timeout -k 5 "$TIMEOUT" "${MPIRUN[@]}" "$@" >"$f.out" 2>"$f.err" &
   job=$!
@@ -120,7 +121,10 @@ mpi_signal_rank() {
     grep -q "ncclsim: injected hang" "$f.err" && break
     sleep 0.1
   done
-  for q in $(pgrep -f "$B/sim-mpi/$prog"); do # mpirun's own environment has no rank
+  # Only this job's processes (other cases run the same program at the
+  # same time); mpirun's own environment has no rank.
+  for q in $(descendants "$job"); do
+    [ "$(readlink "/proc/$q/exe" 2>/dev/null)" = "$exe" ] || continue
     tr '\0' '\n' <"/proc/$q/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$rank" && pid=$q
   done
   if [ -n "$pid" ]; then

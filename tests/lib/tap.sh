@@ -81,18 +81,24 @@ run() {
   wait "$watcher" 2>/dev/null
 }
 
-# stacks_of PID: every thread's stack of each process under PID (gdb, where
-# installed), the launchers (timeout, mpirun, bash, env) left out.
-stacks_of() {
-  local queue=("$1") all=() p
+# descendants PID: PID and every process under it, one per line (a case
+# acts only on its own processes: other cases run at the same time).
+descendants() {
+  local queue=("$1") p
   while [ ${#queue[@]} -gt 0 ]; do
     p=${queue[0]}
     queue=("${queue[@]:1}")
-    all+=("$p")
+    echo "$p"
     queue+=($(pgrep -P "$p"))
   done
+}
+
+# stacks_of PID: every thread's stack of each process under PID (gdb, where
+# installed), the launchers (timeout, mpirun, bash, env) left out.
+stacks_of() {
+  local p
   command -v gdb >/dev/null || { echo "gdb not installed: no stacks"; return; }
-  for p in "${all[@]}"; do
+  for p in $(descendants "$1"); do
     case $(cat "/proc/$p/comm" 2>/dev/null) in
       "" | timeout | mpirun | orterun | prterun | bash | env | sleep) continue ;;
     esac

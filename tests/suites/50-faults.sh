@@ -132,6 +132,37 @@ for variant in sim-pthread sim-mpi; do
       [ $(($(date +%s) - start)) -le 15 ] || why+="took $(($(date +%s) - start)) s to end, not seconds; "
       end
     fi
+    # Other cases run the same program at the same time: the signal goes
+    # to this job's rank 1 only. A decoy job of the same program, started
+    # once this one's processes exist (the decoy's are the newest), its
+    # rank 1 hanging too, is whole afterwards. (Once, under load, a signal meant for one
+    # case's rank went to another case's job, and both failed.)
+    c="fault/mpi/$p-signal-spares-other-jobs"
+    if [ $mode = mpi ] && [ $p = allreduce_sm ] && mpi_cases "$c" && begin "$c"; then
+      mkdir -p "$TMPDIR/decoy"
+      (
+        for ((i = 0; i < 200; i++)); do
+          pgrep -f -- "-n $SMALL --timeout 51" >/dev/null && break
+          sleep 0.05
+        done
+        SIM_HANG=cudaMemcpy:1 SIM_DIR="$TMPDIR/decoy" exec timeout -k 5 "$TIMEOUT" "${MPIRUN[@]}" -np 2 \
+          "$B/sim-mpi/$p" -n $SMALL --timeout 0 >"$f.decoy.out" 2>"$f.decoy.err"
+      ) &
+      decoy=$!
+      # (its rank 1 slow to start: the decoy's processes exist before the
+      # signal is sent)
+      SIM_SLOW=ncclCommInitRank:1:2000 mpi_signal_rank $p 1 KILL SIM_HANG=cudaMemcpy:1 -np 2 \
+        "$B/sim-mpi/$p" -n $SMALL --timeout 51
+      want_err "exited on signal 9 (Killed)"
+      alive=0
+      for q in $(descendants "$decoy"); do
+        [ "$(readlink "/proc/$q/exe" 2>/dev/null)" = "$(realpath "$B/sim-mpi/$p")" ] && alive=$((alive + 1))
+      done
+      [ $alive = 2 ] || why+="the decoy job has $alive of its 2 ranks left; "
+      kill -TERM $(descendants "$decoy") 2>/dev/null
+      wait "$decoy" 2>/dev/null
+      end
+    fi
     c="fault/mpi/$p-stopped-rank-does-not-answer"
     if [ $mode = mpi ] && mpi_cases "$c" && begin "$c"; then
       start=$(date +%s)
