@@ -128,16 +128,48 @@ def import_gpu_libraries(ranks):
 SHARED_GPU_MIN = "2.30.0"  # the first NCCL that lets ranks share a GPU
 
 
+def strtoll(text):
+    """C's strtoll(text, &end, 0), which NCCL reads its integer variables
+    with (src/misc/param.cc): (value, characters read, out of range). A
+    leading 0x is hex and a leading 0 octal ("010" is 8); what follows the
+    number is ignored ("1abc" is 1); no number at all is 0, nothing read."""
+    i, n = 0, len(text)
+    while i < n and text[i] in " \t\n\v\f\r":
+        i += 1
+    sign = 1
+    if i < n and text[i] in "+-":
+        sign = -1 if text[i] == "-" else 1
+        i += 1
+    if text[i:i + 2].lower() == "0x" and i + 2 < n and text[i + 2] in "0123456789abcdefABCDEF":
+        base, i = 16, i + 2
+    elif text[i:i + 1] == "0":
+        base = 8
+    else:
+        base = 10
+    digits = "0123456789abcdef"[:base]
+    start = i
+    while i < n and text[i].lower() in digits:
+        i += 1
+    if i == start:
+        return 0, 0, False
+    value = sign * int(text[start:i], base)
+    if not -2**63 <= value < 2**63:
+        return (2**63 - 1 if sign > 0 else -2**63), i, True
+    return value, i, False
+
+
 def multi_rank_gpu_requested():
-    """NCCL_MULTI_RANK_GPU_ENABLE as NCCL reads it: (1 on, 0 off or unset,
-    -1 not a number, which NCCL ignores), and the text."""
+    """NCCL_MULTI_RANK_GPU_ENABLE as NCCL reads it (strtoll, out of range
+    meaning unset): (1 on, 0 off or unset, -1 read as 0 but not a plain
+    number: most likely a mistake, said rather than ignored), and the
+    text. The C programs read it the same way (common/src/requirements.c)."""
     text = os.environ.get("NCCL_MULTI_RANK_GPU_ENABLE", "")
     if text == "":
         return 0, text
-    try:
-        return (1 if int(text, 0) != 0 else 0), text
-    except ValueError:
-        return -1, text
+    value, read, out_of_range = strtoll(text)
+    if value != 0 and not out_of_range:
+        return 1, text
+    return (0 if read == len(text) else -1), text
 
 
 def gpu_name(props):

@@ -35,6 +35,22 @@ for variant in sim-pthread sim-mpi; do
       want_err "with NCCL >= 2.30, NCCL_MULTI_RANK_GPU_ENABLE=1 lets ranks share a GPU"
       no_out "Starting"; end
     fi
+    # NCCL reads its integer variables with strtoll(text, NULL, 0)
+    # (src/misc/param.cc): 010 is octal 8, on; 0b1 reads as 0 and then
+    # stops, off, said as a likely mistake.
+    c="shared-gpu/$mode/$p-switch-in-octal"
+    if [ $p = allreduce_sm ] && { [ $mode = pthread ] || mpi_cases "$c"; } && begin "$c"; then
+      expected $p 2 --count $SMALL --mode $mode --gpus 1 --shared-sms 132 >"$f.expected"
+      SIM_DEVICES=1 SIM_NCCL_VERSION=23007 NCCL_MULTI_RANK_GPU_ENABLE=010 sim_run $variant $p 2 -n $SMALL
+      want_status 0; want_out_file "$f.expected"; no_violation; end
+    fi
+    c="shared-gpu/$mode/$p-switch-0b1"
+    if [ $p = allreduce_sm ] && [ $mode = pthread ] && begin "$c"; then
+      SIM_DEVICES=1 SIM_NCCL_VERSION=23007 NCCL_MULTI_RANK_GPU_ENABLE=0b1 sim_run $variant $p 2 -n $SMALL
+      want_status 2
+      want_err "invalid NCCL_MULTI_RANK_GPU_ENABLE='0b1': NCCL reads it as a number (strtoll), so this is 0, off"
+      no_out "Starting"; end
+    fi
     c="shared-gpu/$mode/$p-switch-not-a-number"
     if { [ $mode = pthread ] || mpi_cases "$c"; } && begin "$c"; then
       SIM_DEVICES=1 SIM_NCCL_VERSION=23007 NCCL_MULTI_RANK_GPU_ENABLE=yes sim_run $variant $p 2 -n $SMALL

@@ -29,6 +29,18 @@ if command -v python3 >/dev/null && begin python/window-report-without-nccl4py; 
   want_out "test_example_utils: all passed"
   end
 fi
+# The verification (NaN, a wrong element, the tolerance, AllGather's
+# segments) on numpy arrays standing in for the results copied back.
+if command -v python3 >/dev/null && python3 -c 'import numpy' 2>/dev/null; then
+  if begin python/verification-without-a-gpu; then
+    run python3 "$ROOT/tests/unit/test_python_verify.py"
+    want_status 0
+    want_out "test_python_verify: all passed"
+    end
+  fi
+else
+  skip python/verification-without-a-gpu "numpy not installed for python3 (python3 -m pip install numpy)"
+fi
 # Without mpi4py (a stand-in package that fails to import as a missing one
 # does): a message naming the module and what to install, exit 1, no traceback.
 if command -v python3 >/dev/null; then

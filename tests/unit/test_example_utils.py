@@ -207,6 +207,19 @@ expect(got == ("exit", ex.EXIT_USAGE) and len(errors) == 1 and
        "ranks may share a GPU only with NCCL >= 2.30, and the loaded NCCL is 2.28.3" in errors[0] and
        f"(ranks 0 and 1 use {NAME_A})" in errors[0], f"NCCL 2.28.3 refuses: {got} {errors}")
 
+# NCCL_MULTI_RANK_GPU_ENABLE as NCCL 2.30.7 reads it: strtoll(text, NULL, 0),
+# out of range meaning the default 0 (src/misc/param.cc); each expected
+# value worked out by hand from C's strtoll.
+for text, want in [("1", 1), ("0", 0), ("", 0), ("010", 1), ("0x1", 1), ("0X0", 0), ("00", 0),
+                   ("-1", 1), (" 1", 1), ("1abc", 1), ("1_0", 1), ("yes", -1), ("0b1", -1),
+                   ("0x", -1), ("99999999999999999999", 0), ("08", -1)]:
+    os.environ["NCCL_MULTI_RANK_GPU_ENABLE"] = text
+    got = ex.multi_rank_gpu_requested()[0]
+    expect(got == want, f"NCCL_MULTI_RANK_GPU_ENABLE='{text}': {got}, wanted {want}")
+os.environ.pop("NCCL_MULTI_RANK_GPU_ENABLE")
+expect(ex.strtoll("010") == (8, 3, False) and ex.strtoll("0x1f") == (31, 4, False) and
+       ex.strtoll("-12z") == (-12, 3, False), "strtoll's bases and end")
+
 if failures == 0:
     print("test_example_utils: all passed")
 sys.exit(1 if failures else 0)
