@@ -43,6 +43,10 @@ void format_nccl_version(int code, char *buf, size_t size);
  * switch, NCCL_MULTI_RANK_GPU_ENABLE=1, and the loaded NCCL is >= 2.30 (the
  * first release that allows it). */
 #define NCCL_SHARED_GPU_MIN NCCL_VERSION(2, 30, 0)
+/* The ranks per GPU NCCL 2.30 says it "should be able to run" with its
+ * default settings (docs/userguide/source/env.rst,
+ * NCCL_MULTI_RANK_GPU_ENABLE, an experimental feature). */
+#define NCCL_DOCUMENTED_RANKS_PER_GPU 2
 
 /* How a node's ranks may map onto its GPUs. */
 enum gpu_sharing {

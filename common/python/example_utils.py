@@ -126,6 +126,9 @@ def import_gpu_libraries(ranks):
 
 
 SHARED_GPU_MIN = "2.30.0"  # the first NCCL that lets ranks share a GPU
+# The ranks per GPU NCCL 2.30 documents with its default settings (its
+# docs/userguide/source/env.rst, NCCL_MULTI_RANK_GPU_ENABLE: experimental).
+DOCUMENTED_RANKS_PER_GPU = 2
 
 
 def strtoll(text):
@@ -264,6 +267,10 @@ def fit_shared_gpu_kernels(ranks, cupy, per_gpu, ngpus, device):
     ranks.print_root(f"{ranks.local_size} ranks share {ngpus} GPU{'' if ngpus == 1 else 's'}"
                      " (NCCL_MULTI_RANK_GPU_ENABLE=1): results are real NCCL; bandwidths are one"
                      " GPU's, not a link's")
+    if per_gpu > DOCUMENTED_RANKS_PER_GPU and ranks.rank == 0:
+        ranks.error(f"NCCL_MULTI_RANK_GPU_ENABLE is experimental, and NCCL 2.30 documents up to"
+                    f" {DOCUMENTED_RANKS_PER_GPU} ranks per GPU with its default settings; {per_gpu} share"
+                    " one here: if a collective hangs, use fewer ranks per GPU or a lower NCCL_MAX_CTAS")
     own = os.environ.get("NCCL_MAX_CTAS", "")
     if own:
         ranks.print_root(f"NCCL_MAX_CTAS={own} (yours): with {per_gpu} ranks per GPU it must leave"
@@ -272,8 +279,12 @@ def fit_shared_gpu_kernels(ranks, cupy, per_gpu, ngpus, device):
     sms = cupy.cuda.runtime.getDeviceProperties(device)["multiProcessorCount"]
     limit = max(sms // per_gpu, 1)
     os.environ["NCCL_MAX_CTAS"] = str(limit)
-    ranks.print_root(f"NCCL_MAX_CTAS={limit}: each rank's NCCL kernels use at most {limit} of the"
-                     f" GPU's {sms} SMs, so that all {per_gpu} ranks' kernels fit at once")
+    if per_gpu <= sms:
+        ranks.print_root(f"NCCL_MAX_CTAS={limit}: each rank's NCCL kernels use at most {limit} of the"
+                         f" GPU's {sms} SMs, so that all {per_gpu} ranks' kernels fit at once")
+    else:
+        ranks.print_root(f"NCCL_MAX_CTAS=1: {per_gpu} ranks share the GPU's {sms} SMs: more ranks than SMs,"
+                         " so their kernels cannot all run at once, and a collective may hang")
 
 
 def require_nccl(ranks, nccl, minimum, feature):

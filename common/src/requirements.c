@@ -142,6 +142,12 @@ enum gpu_sharing decide_gpu_sharing(int ranks, int ngpus, int per_gpu,
 
 void fit_shared_gpu_kernels(int per_gpu, int device, int say)
 {
+  if (say && per_gpu > NCCL_DOCUMENTED_RANKS_PER_GPU)
+    print_error("NCCL_MULTI_RANK_GPU_ENABLE is experimental, and NCCL 2.30"
+                " documents up to %d ranks per GPU with its default settings;"
+                " %d share one here: if a collective hangs, use fewer ranks"
+                " per GPU or a lower NCCL_MAX_CTAS\n",
+                NCCL_DOCUMENTED_RANKS_PER_GPU, per_gpu);
   const char *own = getenv("NCCL_MAX_CTAS");
   if (own != NULL && own[0] != '\0') {
     if (say)
@@ -161,8 +167,13 @@ void fit_shared_gpu_kernels(int per_gpu, int device, int say)
     print_error("setenv NCCL_MAX_CTAS failed: %s\n", strerror(errno));
     job_abort(1);
   }
-  if (say)
+  if (say && per_gpu <= sms)
     printf("NCCL_MAX_CTAS=%d: each rank's NCCL kernels use at most %d of the"
            " GPU's %d SMs, so that all %d ranks' kernels fit at once\n",
            limit, limit, sms, per_gpu);
+  else if (say)
+    printf("NCCL_MAX_CTAS=1: %d ranks share the GPU's %d SMs: more ranks"
+           " than SMs, so their kernels cannot all run at once, and a"
+           " collective may hang\n",
+           per_gpu, sms);
 }

@@ -29,10 +29,13 @@ def shared_lines(nranks, ngpus, sms):
     per_gpu = (nranks + ngpus - 1) // ngpus
     ctas = sms // per_gpu
     gpus = "GPU" if ngpus == 1 else "GPUs"
-    return [f"{nranks} ranks share {ngpus} {gpus} (NCCL_MULTI_RANK_GPU_ENABLE=1): results are real NCCL;"
-            " bandwidths are one GPU's, not a link's",
-            f"NCCL_MAX_CTAS={ctas}: each rank's NCCL kernels use at most {ctas} of the GPU's {sms} SMs,"
-            f" so that all {per_gpu} ranks' kernels fit at once"]
+    first = (f"{nranks} ranks share {ngpus} {gpus} (NCCL_MULTI_RANK_GPU_ENABLE=1): results are real NCCL;"
+             " bandwidths are one GPU's, not a link's")
+    if per_gpu > sms:  # NCCL_MAX_CTAS cannot go below 1
+        return [first, f"NCCL_MAX_CTAS=1: {per_gpu} ranks share the GPU's {sms} SMs: more ranks than SMs,"
+                       " so their kernels cannot all run at once, and a collective may hang"]
+    return [first, f"NCCL_MAX_CTAS={ctas}: each rank's NCCL kernels use at most {ctas} of the GPU's {sms} SMs,"
+                   f" so that all {per_gpu} ranks' kernels fit at once"]
 
 
 def header(mode, nranks, ngpus):

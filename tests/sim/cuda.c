@@ -68,7 +68,7 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
     return prop == NULL ? cudaErrorInvalidValue : cudaErrorInvalidDevice;
   memset(prop, 0, sizeof *prop);
   snprintf(prop->name, sizeof prop->name, "NVIDIA H200 (simulated)");
-  prop->multiProcessorCount = 132;
+  prop->multiProcessorCount = (int)env_long("SIM_SMS", 132);
   static const unsigned char base[16] = {0x51, 0x3d, 0x00, 0x00, 0xc0, 0xde,
                                          0x40, 0x00, 0x80, 0x00, 0x00, 0x00,
                                          0x00, 0x00, 0x00, 0x00};
@@ -139,7 +139,7 @@ cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr,
   if (device < 0 || device >= visible_devices())
     return cudaErrorInvalidDevice;
   if (attr == cudaDevAttrMultiProcessorCount)
-    *value = 132; /* an H200's */
+    *value = (int)env_long("SIM_SMS", 132); /* an H200's */
   else if (attr == cudaDevAttrL2CacheSize)
     *value = (int)env_long("SIM_L2_BYTES", 50L << 20);
   else

@@ -202,6 +202,12 @@ got, errors, printed, ctas = choose(0, {0: UUID_A, 1: UUID_A, 2: UUID_B}, [UUID_
 expect(got == 0 and not errors and ctas == "66", f"2 of 3 ranks on one GPU share it: {got} {errors} {ctas}")
 expect(printed[-1] == ("NCCL_MAX_CTAS=66: each rank's NCCL kernels use at most 66 of the GPU's 132 SMs,"
                        " so that all 2 ranks' kernels fit at once"), f"what rank 0 says: {printed}")
+# Three on one GPU: more than the 2 NCCL 2.30 documents, said once (rank 0).
+got, errors, printed, ctas = choose(0, {0: UUID_A, 1: UUID_A, 2: UUID_A}, [UUID_A], multi="1")
+expect(got == 0 and ctas == "44" and errors == [
+    "NCCL_MULTI_RANK_GPU_ENABLE is experimental, and NCCL 2.30 documents up to 2 ranks per GPU with its"
+    " default settings; 3 share one here: if a collective hangs, use fewer ranks per GPU or a lower"
+    " NCCL_MAX_CTAS"], f"three ranks on one GPU: {got} {ctas} {errors}")
 got, errors, _, _ = choose(0, {0: UUID_A, 1: UUID_A}, [UUID_A], nccl="2.28.3", multi="1")
 expect(got == ("exit", ex.EXIT_USAGE) and len(errors) == 1 and
        "ranks may share a GPU only with NCCL >= 2.30, and the loaded NCCL is 2.28.3" in errors[0] and
