@@ -89,18 +89,30 @@ def shell_blocks(doc):
         yield block, mark
 
 
+# A fixed path in /tmp: on a machine shared by several users the first
+# one's file is in every other's way (a folder from mktemp, or a path in
+# the checkout, is each user's own).
+FIXED_TMP = re.compile(r"(?<![\w$}])/tmp/")
+
+
 def check(docs):
-    problems, marked = [], 0
+    problems, marked, unmarked = [], 0, 0
     for doc in docs:
         for block, mark in shell_blocks(doc):
             if mark is None:
                 problems.append(f"{doc}:{block.line}: shell block without a mark on the line above its fence:"
                                 " <!-- tested on the simulation --> or <!-- needs a GPU --> (tests/doc_blocks.py)")
+                unmarked += 1
             else:
                 marked += 1
+            for i, line in enumerate(block.lines):
+                if FIXED_TMP.search(line):
+                    problems.append(f"{doc}:{block.line + 1 + i}: a fixed path in /tmp, in every other user's way"
+                                    " on a shared machine: use a folder from mktemp or a path in the checkout")
     for p in problems:
         print(p)
-    print(f"doc_blocks: {marked} shell blocks marked, {len(problems)} unmarked")
+    print(f"doc_blocks: {marked} shell blocks marked, {unmarked} unmarked,"
+          f" {len(problems) - unmarked} fixed paths in /tmp")
     return 1 if problems or marked == 0 else 0
 
 

@@ -11,7 +11,7 @@ else
   if begin docs/every-shell-block-marked; then
     run python3 tests/doc_blocks.py --check
     want_status 0
-    want_out "0 unmarked"
+    want_out "0 unmarked, 0 fixed paths in /tmp"
     [ "$status" = 0 ] || why+="$(grep -v '^doc_blocks:' "$f.out" | head -n 3 | tr '\n' ' ')"
     end
   fi
@@ -29,6 +29,12 @@ else
     want_out "internal-text.md:6: 'the driver' reads as NVIDIA's"
     want_out "internal-text.md:6: 'CI': name what runs (.ci/run): 'CI'"
     want_out "internal-text.md:7: a result of the suite typed without the record it comes from"
+    end
+  fi
+  if begin docs/control/a-fixed-tmp-path-fails; then
+    run python3 tests/doc_blocks.py --check tests/data/docs/fixed-tmp.md
+    want_status 1
+    want_out "tests/data/docs/fixed-tmp.md:5: a fixed path in /tmp, in every other user's way on a shared machine"
     end
   fi
   if begin docs/control/an-unmarked-block-fails; then
