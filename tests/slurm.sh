@@ -8,7 +8,9 @@
 # folder whose path has spaces, owned by an unprivileged user, and as that
 # user:
 #   - runs docs/clusters.md's blocks marked "needs Slurm" (make MPI=1 against
-#     the simulation, srun --gpus-per-task=1, sbatch --wait);
+#     the simulation, srun --gpus-per-task=1, sbatch --wait with the scripts
+#     of docs/slurm: one GPU per task, and mpirun inside an allocation of
+#     every GPU of the node);
 #   - runs srun jobs whose output is checked against the one oracle
 #     (tests/lib/expected_output.py): one GPU per task, two tasks given one
 #     GPU (refused; shared with NCCL 2.30's switch), a rank that hangs;
@@ -175,10 +177,28 @@ if begin "slurm/docs/$DOC"; then
   want_status 0
   want_out "doc_blocks: every block ran"
   [ "$status" = 0 ] || why+="$(grep '^doc_blocks: ' "$f.err" | tail -n 1) "
+  # The two batch jobs' outputs, in job order: one GPU per task (every rank
+  # on its device 0), then every GPU for every task (rank r on device r).
+  mapfile -t outs < <(cd "$REPO" && ls slurm-*.out 2>/dev/null | sort -t- -k2 -n)
+  if [ ${#outs[@]} = 2 ]; then
+    for i in 0 1; do
+      grep -q "Results verified correctly" "$REPO/${outs[$i]}" || why+="${outs[$i]} lacks 'Results verified correctly'; "
+      for r in 0 1 2 3; do
+        d=$([ $i = 0 ] && echo 0 || echo $r)
+        grep -qx "  Rank $r communicator initialized using device $d" "$REPO/${outs[$i]}" ||
+          why+="${outs[$i]}: rank $r not on device $d; "
+      done
+    done
+  else
+    why+="${#outs[@]} batch job outputs (slurm-*.out), wanted 2; "
+  fi
   end
 fi
 
-# The programs the doc blocks built; a case without them says so.
+# The programs the doc blocks built (built here if their case did not run);
+# a case without them says so.
+[ -x "$REPO/allreduce_sm" ] && [ -x "$REPO/allgather_ce" ] ||
+  "$S/as-user" make -s MPI=1 >"$LOG/user-build.log" 2>&1
 built() {
   [ -x "$REPO/$1" ] && return 0
   why+="$REPO/$1 was not built (slurm/docs/$DOC builds it); "
