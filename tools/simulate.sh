@@ -2,34 +2,78 @@
 # Runs a program on the test suite's simulation of CUDA and NCCL, to watch
 # what it prints without a GPU. Nothing it prints is a measurement: the
 # first line says so.
-#   tools/simulate.sh PROGRAM [OPTIONS...]     (PROGRAM: allreduce_sm or allgather_ce)
-# Environment: NTHREADS=N ranks (default 4); SIM_DEVICES=N simulated GPUs
-# (default 4); SIM_NCCL_VERSION=code the NCCL version it plays (default:
-# the headers'); SIM_HANG=CALL:RANK, SIM_FAIL=CALL:RANK and the other
-# settings of tests/sim/sim.h. Exits as the program does.
+#   tools/simulate.sh [--mpi N] PROGRAM [OPTIONS...]   (PROGRAM: allreduce_sm or allgather_ce)
+# Threads by default (NTHREADS=N ranks, default 4); --mpi N runs N MPI
+# processes under mpirun (Open MPI needed). SIM_DEVICES=N simulated GPUs
+# (default: one per rank); SIM_NCCL_VERSION the NCCL version it plays
+# (2.30.7 or 23007; default: the headers'); SIM_HANG=CALL:RANK,
+# SIM_FAIL=CALL:RANK and the other settings of tests/sim/sim.h. With the
+# toolkit's cupti.h, What ran speaks from the simulation's CUPTI.
+# Needs the CUDA toolkit's headers and nccl.h (CUDA_HOME, NCCL_HOME), not
+# their libraries. Paths in OPTIONS are the caller's (--csv FILE).
+# Exits as the program does; 2 for a bad setting of its own, 70 when the
+# simulation refuses a setting of tests/sim/sim.h (its message says which).
 set -u
-cd "$(dirname "$0")/.." || exit 1
+root=$(cd "$(dirname "$0")/.." && pwd) || exit 1
+usage() { sed -n '2,15p' "$root/tools/simulate.sh" | sed 's/^# \{0,1\}//'; }
+bad() { echo "simulate.sh: $*" >&2; exit 2; }
+whole_number() { [[ $1 =~ ^[0-9]+$ ]] && [ ${#1} -le 4 ] && [ "$1" -ge 1 ]; }
+
+mpi=""
+if [ "${1:-}" = --mpi ]; then
+  whole_number "${2:-}" || bad "--mpi takes a number of MPI processes from 1 to 9999, not '${2:-}'"
+  mpi=$2
+  shift 2
+fi
 case ${1:-} in
   allreduce_sm | allgather_ce) ;;
-  -h | --help)
-    sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
-    exit 0
-    ;;
-  *)
-    echo "simulate.sh: '${1:-}' is not a program here: use allreduce_sm or allgather_ce (tools/simulate.sh --help)" >&2
-    exit 2
-    ;;
+  -h | --help) usage; exit 0 ;;
+  *) bad "'${1:-}' is not a program here: use allreduce_sm or allgather_ce (tools/simulate.sh --help)" ;;
 esac
 program=$1
 shift
-mkdir -p tests/build
-if ! make --no-print-directory -s -C tests programs-sim-pthread >tests/build/simulate-build.log 2>&1; then
-  echo "simulate.sh: building the simulated programs failed (see tests/build/simulate-build.log)" >&2
+
+# Its own settings, checked before anything runs.
+if [ -n "$mpi" ]; then
+  ranks=$mpi
+  command -v mpirun >/dev/null && command -v mpicc >/dev/null ||
+    bad "--mpi needs Open MPI's mpirun and mpicc (Debian: apt-get install openmpi-bin libopenmpi-dev)"
+else
+  export NTHREADS=${NTHREADS:-4}
+  whole_number "$NTHREADS" || bad "NTHREADS='$NTHREADS': use a number of ranks from 1 to 9999"
+  ranks=$NTHREADS
+fi
+export SIM_DEVICES=${SIM_DEVICES:-$ranks}
+whole_number "$SIM_DEVICES" || bad "SIM_DEVICES='$SIM_DEVICES': use a number of simulated GPUs from 1 to 9999"
+if [ -n "${SIM_NCCL_VERSION:-}" ]; then
+  if [[ $SIM_NCCL_VERSION =~ ^([0-9]+)\.([0-9]+)\.([0-9]+)$ ]]; then
+    SIM_NCCL_VERSION=$((BASH_REMATCH[1] * 10000 + 10#${BASH_REMATCH[2]} * 100 + 10#${BASH_REMATCH[3]}))
+  fi
+  [[ $SIM_NCCL_VERSION =~ ^2[0-9]{4}$ ]] ||
+    bad "SIM_NCCL_VERSION='$SIM_NCCL_VERSION': use a version such as 2.30.7, or its code 23007"
+  export SIM_NCCL_VERSION
+fi
+
+# The simulated build: with the simulation's CUPTI where cupti.h is there.
+cuda=${CUDA_HOME:-/usr/local/cuda}
+[ -e "$cuda/include/cupti.h" ] && flavour=simcupti || flavour=sim
+variant=$flavour-$([ -n "$mpi" ] && echo mpi || echo pthread)
+log=$root/tests/build/simulate-build.log
+mkdir -p "$root/tests/build"
+if ! make --no-print-directory -s -C "$root/tests" "programs-$variant" >"$log" 2>&1; then
+  why=$(grep -m1 -E 'error|No such file|not found|Error [0-9]' "$log" | sed 's/^[^:]*make[^:]*: //')
+  echo "simulate.sh: building the simulated $program failed: ${why:-see $log} (it needs the CUDA toolkit's headers in $cuda/include, CUDA_HOME, and nccl.h: NCCL_HOME; the whole log: $log)" >&2
   exit 1
 fi
-export SIM_DEVICES=${SIM_DEVICES:-4} NTHREADS=${NTHREADS:-4}
 SIM_DIR=$(mktemp -d) || exit 1
 export SIM_DIR
 trap 'rm -rf "$SIM_DIR"' EXIT
-echo "# SIMULATED: no GPU ran this; tests/sim stands in for CUDA and NCCL ($SIM_DEVICES simulated GPUs, $NTHREADS ranks)"
-tests/build/sim-pthread/"$program" "$@"
+plural() { [ "$1" = 1 ] && echo "$1 $2" || echo "$1 $2s"; }
+echo "# SIMULATED: no GPU ran this; tests/sim stands in for CUDA and NCCL ($(plural "$SIM_DEVICES" "simulated GPU"), $(plural "$ranks" rank)$([ -n "$mpi" ] && echo ", MPI processes"))"
+if [ -n "$mpi" ]; then
+  extra=()
+  [ "$(id -u)" = 0 ] && extra+=(--allow-run-as-root)
+  mpirun "${extra[@]}" --oversubscribe -np "$mpi" "$root/tests/build/$variant/$program" "$@"
+else
+  "$root/tests/build/$variant/$program" "$@"
+fi

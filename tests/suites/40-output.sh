@@ -29,3 +29,40 @@ for variant in asan-pthread tsan-pthread asan-mpi; do
     for n in 1 2 4 8; do output_case $variant $p $n; done
   done
 done
+
+# tools/simulate.sh as a learner runs it: from another folder, the header
+# counted right, threads or MPI, its own bad settings refused before
+# anything runs, a relative --csv path the caller's.
+SIMULATE_FLAVOUR=$([ -e "${CUDA_HOME:-/usr/local/cuda}/include/cupti.h" ] && echo simcupti || echo sim)
+if begin simulate/threads-one-rank; then
+  need programs-$SIMULATE_FLAVOUR-pthread
+  mkdir -p "$TMPDIR/learner"
+  cd "$TMPDIR/learner" || exit 1
+  NTHREADS=1 run "$ROOT/tools/simulate.sh" allgather_ce --bench -b 4K -e 4K -w 1 -i 1 --csv ag.csv
+  cd "$ROOT" || exit 1
+  want_status 0
+  [ "$(head -n 1 "$f.out")" = "# SIMULATED: no GPU ran this; tests/sim stands in for CUDA and NCCL (1 simulated GPU, 1 rank)" ] ||
+    why+="first line: '$(head -n 1 "$f.out")'; "
+  want_out "Benchmark results verified correctly"
+  [ -s "$TMPDIR/learner/ag.csv" ] || why+="--csv ag.csv is not in the caller's folder; "
+  end
+fi
+c=simulate/mpi-3-ranks
+if mpi_cases "$c" && begin "$c"; then
+  need programs-$SIMULATE_FLAVOUR-mpi
+  SIM_NCCL_VERSION=2.30.7 run "$ROOT/tools/simulate.sh" --mpi 3 allreduce_sm -n 64
+  want_status 0
+  want_out "# SIMULATED: no GPU ran this; tests/sim stands in for CUDA and NCCL (3 simulated GPUs, 3 ranks, MPI processes)"
+  want_out "MPI initialized: rank 2 of 3"
+  want_out "Results verified correctly"
+  end
+fi
+for setting in SIM_NCCL_VERSION=2.30 SIM_DEVICES=0 NTHREADS=abc; do
+  if begin "simulate/refuses-$setting"; then
+    run env "$setting" "$ROOT/tools/simulate.sh" allreduce_sm
+    want_status 2
+    want_err "simulate.sh: ${setting%%=*}='${setting#*=}': use "
+    [ ! -s "$f.out" ] || why+="it printed before refusing; "
+    end
+  fi
+done
