@@ -10,6 +10,14 @@
 # CHECK_BENCH=0 leaves out the two --bench runs per program (about a minute).
 set -u
 cd "$(dirname "$0")/.." || exit 1
+case ${1:-} in
+  -h | --help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+esac
+# It starts with `make clean` (your builds go): only where there is a GPU.
+if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+  echo "check_gpu_machine.sh: no GPU here (nvidia-smi -L lists none): it checks a machine with GPUs; without one, run make test" >&2
+  exit 2
+fi
 out=${1:-gpu-logs}
 mkdir -p "$out"
 if [ "$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi

@@ -174,6 +174,9 @@ def main(argv):
             "--repeat": "2", "--timeout": "120", "--keep": "", "--theirs-args": "", "--ours-args": "",
             "--graph": ""}
     ours_files, theirs_files, program = [], [], None
+    if "-h" in argv or "--help" in argv:
+        print(__doc__.strip())
+        return 0
     i = 0
     while i < len(argv):
         a = argv[i]

@@ -459,3 +459,19 @@ if begin "bench/sim-pthread/allreduce_sm-repeat-more-than-iters"; then
   want_err "-r 3 is more than -i 2: each of the 3 timed loops needs at least one operation"
   end
 fi
+
+# The tools' own help, and check_gpu_machine.sh refusing where there is no
+# GPU (before its `make clean`, which would take the user's builds).
+if begin tools/compare-nccl-tests-help; then
+  run python3 tools/compare_nccl_tests.py --help
+  want_status 0
+  want_out "NCCL_TESTS_HOME=dir tools/compare_nccl_tests.py PROGRAM [options]"
+  end
+fi
+if [ "$NGPUS" = 0 ] && begin tools/check-gpu-machine-refuses-without-a-gpu; then
+  run bash tools/check_gpu_machine.sh "$TMPDIR/gpu-logs"
+  want_status 2
+  want_err "check_gpu_machine.sh: no GPU here (nvidia-smi -L lists none)"
+  [ ! -e "$TMPDIR/gpu-logs" ] || why+="it made its log folder; "
+  end
+fi
