@@ -28,6 +28,11 @@ endif
 ifeq ($(MPI),1)
   MODE := mpi
   MPICC ?= $(if $(MPI_HOME),$(MPI_HOME)/bin/mpicc,mpicc)
+  ifeq ($(filter clean help,$(MAKECMDGOALS)),)
+    ifeq ($(shell command -v $(MPICC) 2>/dev/null),)
+      $(error MPI=1 needs MPI's compiler wrapper, and '$(MPICC)' is not found: install Open MPI (Debian: apt-get install openmpi-bin libopenmpi-dev), or set MPI_HOME or MPICC)
+    endif
+  endif
   # mpicc by default; with another CC (make CC=clang MPI=1) add the flags
   # mpicc would (Open MPI's --showme; MPICH's mpicc takes -compile-info).
   ifeq ($(origin CC),default)

@@ -79,6 +79,13 @@ if begin build/bad-MPI-value; then
   want_err "MPI=yes: use MPI=1 for the MPI build or MPI=0 (default) for threads"
   end
 fi
+if begin build/mpi-without-mpicc; then
+  run make --no-print-directory -C 01_allreduce/c MPI=1 MPICC=/no/such/mpicc BUILD_DIR="$B/nompicc"
+  want_failure
+  want_err "MPI=1 needs MPI's compiler wrapper, and '/no/such/mpicc' is not found: install Open MPI"
+  [ "$(grep -c . "$f.err")" = 1 ] || why+="$(grep -c . "$f.err") lines on stderr, not one; "
+  end
+fi
 
 # wheel_layout DIR: a copy of this machine's NCCL in the pip wheel's layout
 # (DIR/nccl/include, DIR/nccl/lib/libnccl.so.2 and no libnccl.so): a second
