@@ -4,7 +4,7 @@
  * Learning objectives
  *  - allocate buffers that peers can map, with ncclMemAlloc
  *  - register them as symmetric windows (collective; the same size on every
- *    rank, as NCCL < 2.30.5 requires) so NCCL can use symmetric algorithms
+ *    rank, as NCCL < 2.30.7 requires) so NCCL can use symmetric algorithms
  *  - run an AllReduce on them, verify it, and tear everything down in the
  *    order the lifecycle requires
  *
@@ -58,7 +58,7 @@ static int allreduce_sm(const rank_ctx *ctx)
 
   /* STEP 3: Register symmetric memory windows -----------------------------
    * Collective: every rank registers, or the others wait; the same size on
-   * every rank, as NCCL < 2.30.5 requires (2.30.5+ allow sizes to differ).
+   * every rank, as NCCL < 2.30.7 requires (2.30.7+ allow sizes to differ).
    * NULL first: without symmetric support NCCL 2.28.3 returns success and
    * leaves the handle unwritten (its src/dev_runtime.cc), and a NULL handle
    * is one that ncclCommWindowDeregister accepts. */

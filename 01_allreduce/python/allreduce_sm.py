@@ -39,7 +39,7 @@ def main():
     recvbuf = nccl.cupy.empty(count, dtype=cp.float32)
 
     # STEP 3: Register symmetric windows: collective; the same size on every
-    # rank, as NCCL before 2.30.5 requires
+    # rank, as NCCL before 2.30.7 requires
     send_win = comm.register_window(sendbuf, nccl.WindowFlag.COLL_SYMMETRIC)
     recv_win = comm.register_window(recvbuf, nccl.WindowFlag.COLL_SYMMETRIC)
     ex.all_ranks_report_windows(ranks, comm, send_win, recv_win)

@@ -72,7 +72,7 @@ static int allgather_ce(const rank_ctx *ctx)
   NCCLCHECK(ncclMemAlloc(&d_recvbuff, recv_size_bytes));
 
   /* STEP 3: Register symmetric memory windows -----------------------------
-   * Collective; the same sizes on every rank, as NCCL < 2.30.5 requires.
+   * Collective; the same sizes on every rank, as NCCL < 2.30.7 requires.
    * NULL first: NCCL 2.28.3 can return success without writing the handle
    * (see 01_allreduce). */
   ncclWindow_t send_win = NULL;

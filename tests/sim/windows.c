@@ -59,15 +59,15 @@ typedef struct deferred_registration {
 static _Thread_local int group_depth;
 static _Thread_local deferred_registration *deferred;
 
-/* NCCL 2.30.7 writes NULL to *win before anything else (src/dev_runtime.cc,
- * ncclCommWindowRegister); NCCL 2.28.3 does not, and returns ncclSuccess
- * with *win unwritten where it has no window to give (its
- * src/dev_runtime.cc, and a probe that found its sentinel still there). The
- * versions between were not examined: the simulation gives them 2.28.3's
- * behaviour, the one a program must survive. */
+/* From 2.29.2, ncclCommWindowRegister writes NULL to *win before anything
+ * else, and without symmetric support returns there (src/dev_runtime.cc at
+ * NVIDIA/nccl's tags v2.29.2-1 to v2.30.7-1; recorded on 2.30.7). Before,
+ * it does not, and returns ncclSuccess with *win unwritten where it has no
+ * window to give (src/dev_runtime.cc at v2.28.3-1 and v2.28.9-1, and a
+ * probe on 2.28.3 that found its sentinel still there). */
 static int writes_null_first(void)
 {
-  return simulated_version() >= NCCL_VERSION(2, 30, 7);
+  return simulated_version() >= NCCL_VERSION(2, 29, 2);
 }
 
 /* Symmetric support, as NCCL decides it for the communicator. Before
@@ -89,7 +89,7 @@ static int symmetric_support(const struct ncclComm *comm)
            simulated_version() < NCCL_VERSION(2, 28, 7));
 }
 
-/* Before 2.30.7 (see writes_null_first), without symmetric support and
+/* Before 2.29.2 (see writes_null_first), without symmetric support and
  * with NCCL_LOCAL_REGISTER on (NCCL's default; read as NCCL reads its
  * integers), ncclCommWindowRegister hands back the handle of an ordinary
  * local registration (ncclCommRegister): not a window, and the same handle
@@ -168,9 +168,9 @@ static ncclResult_t register_now(ncclComm_t comm, void *buff, size_t size,
               "%zu bytes at %p run past the end of the %zu-byte allocation",
               size, buff, a->size);
 
-  /* From 2.30.5 the ranks' sizes may differ (NCCL 2.30 release notes;
+  /* From 2.30.7 the ranks' sizes may differ (NCCL 2.30.7's release notes;
    * recorded on 2.30.7: docs/facts, register.sizes-differ). */
-  const int sizes_may_differ = simulated_version() >= NCCL_VERSION(2, 30, 5);
+  const int sizes_may_differ = simulated_version() >= NCCL_VERSION(2, 30, 7);
   exchange(comm, LANE_HOST, call, size, flags, NULL, 0);
   for (int r = 0; r < comm->nranks; r++) {
     msg_header peer;
@@ -188,7 +188,7 @@ static ncclResult_t register_now(ncclComm_t comm, void *buff, size_t size,
       return local_registration(comm, a, buff, size, win);
     if (writes_null_first())
       *win = NULL;
-    return ncclSuccess; /* before 2.30.7: *win as the caller left it */
+    return ncclSuccess; /* before 2.29.2: *win as the caller left it */
   }
   return add_registration(comm, a, buff, size, 0, win);
 }
@@ -276,7 +276,7 @@ ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win)
 /* ncclCommRegister, NCCL's ordinary local registration (only
  * tools/nccl_facts calls it here): the same handle for the same buffer,
  * shared with the local registrations ncclCommWindowRegister hands back
- * before 2.30.7 (see gives_local_registration). */
+ * before 2.29.2 (see gives_local_registration). */
 ncclResult_t ncclCommRegister(const ncclComm_t comm, void *buff, size_t size,
                               void **handle)
 {
