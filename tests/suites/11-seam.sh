@@ -172,7 +172,7 @@ else
     fi
   done
 fi
-if command -v cmake >/dev/null && begin cmake/nccl-in-a-wheel-layout; then
+if command -v cmake >/dev/null && begin cmake/nccl-in-a-wheel-layout-and-ctest; then
   need sim-pthread/sim.o
   w=$B/cmake-wheel
   rm -rf "$w" && mkdir -p "$w/nccl/include" "$w/nccl/lib"
@@ -181,6 +181,15 @@ if command -v cmake >/dev/null && begin cmake/nccl-in-a-wheel-layout; then
   run cmake -S "$ROOT" -B "$w/build" -DNCCL_HOME="$w/nccl"
   want_status 0
   want_out "Found NCCL: $w/nccl/lib/libnccl.so.2"
+  # Without a GPU, ctest reports the program skipped (it says "no usable
+  # GPU"), not failed.
+  if [ "$NGPUS" = 0 ]; then
+    run cmake --build "$w/build" --target allreduce_sm -j"$(nproc)"
+    want_status 0
+    run ctest --test-dir "$w/build" -R allreduce_sm
+    want_status 0
+    want_out "allreduce_sm (Skipped)"
+  fi
   rm -rf "$w/empty" && mkdir -p "$w/empty"
   run cmake -S "$ROOT" -B "$w/build-empty" -DNCCL_HOME="$w/empty"
   want_failure
