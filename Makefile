@@ -1,14 +1,14 @@
 # Top-level Makefile: builds each example in its own directory and leaves the
 # programs runnable here (./allreduce_sm, ./allgather_ce).
 #   make [01_allreduce|02_allgather|all] [MPI=1] [NCCL_HOME=..] [CUDA_HOME=..]
-#   make test | test-faults | test-without-mpi | test-under-load | test-slurm | test-mutants | run-examples [NP=2] | clean | install [PREFIX=..] [DESTDIR=..] | help
+#   make test | test-faults | test-without-mpi | test-under-load | test-slurm | test-no-cuda | test-mutants | run-examples [NP=2] | clean | install [PREFIX=..] [DESTDIR=..] | help
 # Variables given on the command line reach the example Makefiles as well.
 
 EXAMPLES := 01_allreduce 02_allgather
 PROGRAM_01_allreduce := allreduce_sm
 PROGRAM_02_allgather := allgather_ce
 
-.PHONY: all $(EXAMPLES) test test-faults test-without-mpi test-mutants test-under-load test-slurm run-examples clean install help
+.PHONY: all $(EXAMPLES) test test-faults test-without-mpi test-mutants test-under-load test-slurm test-no-cuda run-examples clean install help
 all: $(EXAMPLES)
 
 $(EXAMPLES):
@@ -33,6 +33,11 @@ test-mutants:
 # from a path with spaces (as root; tests/slurm.sh).
 test-slurm:
 	bash tests/slurm.sh
+
+# tools/simulate.sh built from two pip wheels' headers alone (no CUDA
+# install; tests/no_cuda.sh).
+test-no-cuda:
+	bash tests/no_cuda.sh
 
 # The suite as on a machine without Open MPI (MPI hidden from PATH).
 test-without-mpi:
@@ -61,6 +66,7 @@ help:
 	@echo "make test-without-mpi  the suite with Open MPI hidden from PATH (MPI cases skipped)"
 	@echo "make test-under-load the suite beside a CPU hog of twice the cores (minutes more)"
 	@echo "make test-slurm      the programs under a Slurm cluster of its own (as root; Slurm and munge installed)"
+	@echo "make test-no-cuda    tools/simulate.sh built from pip wheels' headers alone (downloads them)"
 	@echo "make test-mutants    the one-line bugs of tests/mutants/mutants.txt against the cases that should catch them (no GPU needed; minutes)"
 	@echo "make run-examples    build and run each example once (needs a GPU; MPI=1: mpirun -np NP, default 2)"
 	@echo "make install         install to \$$(DESTDIR)\$$(PREFIX)/bin (default /usr/local)"

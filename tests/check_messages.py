@@ -18,7 +18,12 @@ import os
 import re
 import sys
 
-ROOT = os.environ.get("SUITE_ROOT") or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The same checkout by the path the suite's scripts give it (SUITE_ROOT,
+# without spaces: tests/lib/environment.sh), when that is this one.
+if os.environ.get("SUITE_ROOT") and os.path.isdir(os.environ["SUITE_ROOT"]) \
+        and os.path.samefile(os.environ["SUITE_ROOT"], ROOT):
+    ROOT = os.environ["SUITE_ROOT"]
 CALL = re.compile(r'(?:print_error|option_error)\(\s*((?:"(?:[^"\\]|\\.)*"\s*)+)')
 LITERAL = re.compile(r'"((?:[^"\\]|\\.)*)"')
 CONVERSION = re.compile(r'%[-+ #0-9.]*(?:zu|lld|ld|d|s|p|g|f|c|u)')

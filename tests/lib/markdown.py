@@ -5,7 +5,12 @@ import os
 import re
 import subprocess
 
-ROOT = os.environ.get("SUITE_ROOT") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# The same checkout by the path the suite's scripts give it (SUITE_ROOT,
+# without spaces: tests/lib/environment.sh), when that is this one.
+if os.environ.get("SUITE_ROOT") and os.path.isdir(os.environ["SUITE_ROOT"]) \
+        and os.path.samefile(os.environ["SUITE_ROOT"], ROOT):
+    ROOT = os.environ["SUITE_ROOT"]
 
 # lang: the fence's info word ("sh", "c", "" ...); lines: the block's lines;
 # before: the line above the opening fence (where a marker comment goes);

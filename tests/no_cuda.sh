@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# A learner's route without a GPU or a CUDA install (`make test-no-cuda`):
+# tools/simulate.sh built from the headers of two pip wheels alone,
+# nvidia-cuda-runtime (cuda_runtime.h) and nvidia-nccl-cu13 (nccl.h),
+# unpacked into a scratch folder and named by CUDA_HOME and NCCL_HOME, in a
+# copy of the checkout. The wheels are kept in NCCL_WHEELS (default
+# ~/.cache/nccl-wheels, shared with the NCCL matrix of make test) and
+# downloaded with pip when missing; without them (no network) it skips,
+# saying why, unless TEST_NO_CUDA_REQUIRED=1, which fails instead.
+# Output is TAP, ending "N passed, N failed, N skipped".
+set -u
+cd "$(dirname "$0")/.." || exit 1
+. tests/lib/environment.sh
+ROOT=$PWD
+B=$ROOT/tests/build
+LOG=$B/no-cuda-logs
+TIMEOUT=${TEST_TIMEOUT:-240}
+FILTER=${TEST_FILTER:-}
+LIST=${TEST_LIST:-}
+NCCL_WHEEL_VERSION=2.32.3 # the newest of the NCCL matrix (tests/suites/15-nccl-matrix.sh)
+. tests/lib/tap.sh
+CASES="no-cuda/simulate-threads no-cuda/simulate-mpi"
+if [ -n "$LIST" ]; then
+  for c in $CASES; do begin "$c"; done
+  exit 0
+fi
+rm -rf "$LOG" && mkdir -p "$LOG/tmp"
+export TMPDIR=$LOG/tmp
+. tests/lib/programs.sh
+
+WHEELS=${NCCL_WHEELS:-$HOME/.cache/nccl-wheels}
+mkdir -p "$WHEELS"
+wheel() { ls "$WHEELS"/"$1"-*.whl 2>/dev/null | head -n 1; }
+reason=""
+for spec in "nvidia_cuda_runtime nvidia-cuda-runtime" "nvidia_nccl_cu13-$NCCL_WHEEL_VERSION nvidia-nccl-cu13==$NCCL_WHEEL_VERSION"; do
+  read -r file req <<<"$spec"
+  [ -n "$(wheel "$file")" ] && continue
+  timeout 300 python3 -m pip download -q --no-deps -d "$WHEELS" "$req" >>"$LOG/download.log" 2>&1 ||
+    reason+="${reason:+; }pip download $req failed: $(tail -n 1 "$LOG/download.log")"
+done
+if [ -n "$reason" ]; then
+  for c in $CASES; do skip "$c" "$reason"; done
+  echo "1..$number"
+  echo "$passed passed, $failed failed, $skipped skipped"
+  [ "${TEST_NO_CUDA_REQUIRED:-}" = 1 ] && { echo "no_cuda.sh: $reason" >&2; exit 1; }
+  exit 0
+fi
+
+# The wheels' files, and a copy of the checkout (its own build folders).
+site=$TMPDIR/site
+repo=$TMPDIR/checkout
+mkdir -p "$site" "$repo"
+python3 -m zipfile -e "$(wheel nvidia_cuda_runtime)" "$site" &&
+  python3 -m zipfile -e "$(wheel "nvidia_nccl_cu13-$NCCL_WHEEL_VERSION")" "$site" ||
+  { echo "no_cuda.sh: cannot unpack the wheels" >&2; exit 1; }
+tracked_files . | (cd "$ROOT" && tar -cf - -T -) | tar -xf - -C "$repo"
+echo "# CUDA_HOME=$site/nvidia/cu13 ($(ls "$site/nvidia/cu13/include" | wc -l) headers, no toolkit); NCCL_HOME=$site/nvidia/nccl (nccl.h $NCCL_WHEEL_VERSION)"
+# In the copy, with only the wheels for CUDA and NCCL.
+LEARNER=(env -C "$repo" -u LD_LIBRARY_PATH CUDA_HOME="$site/nvidia/cu13" NCCL_HOME="$site/nvidia/nccl")
+
+if begin no-cuda/simulate-threads; then
+  run "${LEARNER[@]}" NTHREADS=2 tools/simulate.sh allreduce_sm -n 64
+  want_status 0
+  want_out "# SIMULATED: no GPU ran this; tests/sim stands in for CUDA and NCCL (2 simulated GPUs, 2 ranks)"
+  want_out "Results verified correctly"
+  end
+fi
+c=no-cuda/simulate-mpi
+if mpi_cases "$c" && begin "$c"; then
+  run "${LEARNER[@]}" tools/simulate.sh --mpi 2 allgather_ce -n 64
+  want_status 0
+  want_out "MPI initialized: rank 1 of 2"
+  want_out "Results verified correctly"
+  end
+fi
+echo "1..$number"
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" = 0 ]
