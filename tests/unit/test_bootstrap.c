@@ -46,6 +46,23 @@ static int check_rank(const rank_ctx *ctx)
   }
   free(all);
 
+  /* Broadcasts in a row, the root changing: each rank gets each round's
+   * id (the slot is reused only once every rank has read it). */
+  for (int round = 0; round < 100; round++) {
+    const int root = round % ctx->nranks;
+    const unsigned char want = (unsigned char)(round + 1);
+    ncclUniqueId next;
+    memset(&next, ctx->rank == root ? want : 0xEE, sizeof next);
+    util_broadcast(root, ctx, &next);
+    if (memchr(&next, 0xEE, sizeof next) != NULL ||
+        ((unsigned char *)&next)[sizeof next - 1] != want) {
+      fprintf(stderr, "rank %d: broadcast %d from rank %d gave byte %d\n",
+              ctx->rank, round, root, ((unsigned char *)&next)[sizeof next - 1]);
+      failures++;
+      break;
+    }
+  }
+
   if (all_ranks_max(ctx, ctx->rank * 10) != (ctx->nranks - 1) * 10) {
     fprintf(stderr, "rank %d: all_ranks_max is wrong\n", ctx->rank);
     failures++;
