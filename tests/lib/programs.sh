@@ -105,15 +105,25 @@ sim_run() {
   fi
 }
 
+# job_ranks JOB PROGRAM: the processes of the simulated MPI PROGRAM under
+# the process JOB, one per line (only that job's: other cases run the same
+# program at the same time).
+job_ranks() {
+  local exe q
+  exe=$(realpath "$B/sim-mpi/$2")
+  for q in $(descendants "$1"); do
+    [ "$(readlink "/proc/$q/exe" 2>/dev/null)" = "$exe" ] && echo "$q"
+  done
+}
+
 # mpi_signal_rank PROGRAM RANK SIGNAL VAR=VALUE MPIRUN-ARGS...: runs
 # mpirun with the simulation (VAR=VALUE in its environment, a SIM_HANG), and
 # once the hang is injected sends SIGNAL to rank RANK's process; waits for
 # the job and sets $status.
 mpi_signal_rank() {
-  local prog=$1 rank=$2 sig=$3 setting=$4 job pid="" q i exe
+  local prog=$1 rank=$2 sig=$3 setting=$4 job pid="" q i
   shift 4
   need programs-sim-mpi
-  exe=$(realpath "$B/sim-mpi/$prog")
   [ -z "$unbuilt" ] || { run true; return; }
   env "$setting" SIM_DIR="$TMPDIR" timeout -k 5 "$TIMEOUT" "${MPIRUN[@]}" "$@" >"$f.out" 2>"$f.err" &
   job=$!
@@ -121,10 +131,9 @@ mpi_signal_rank() {
     grep -q "ncclsim: injected hang" "$f.err" && break
     sleep 0.1
   done
-  # Only this job's processes (other cases run the same program at the
-  # same time); mpirun's own environment has no rank.
-  for q in $(descendants "$job"); do
-    [ "$(readlink "/proc/$q/exe" 2>/dev/null)" = "$exe" ] || continue
+  # Only this job's ranks (job_ranks); mpirun's own environment has no
+  # rank.
+  for q in $(job_ranks "$job" "$prog"); do
     tr '\0' '\n' <"/proc/$q/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$rank" && pid=$q
   done
   if [ -n "$pid" ]; then

@@ -158,10 +158,7 @@ for variant in sim-pthread sim-mpi; do
       SIM_SLOW=ncclCommInitRank:1:2000 mpi_signal_rank $p 1 KILL SIM_HANG=cudaMemcpy:1 -np 2 \
         "$B/sim-mpi/$p" -n $SMALL --timeout 51
       want_err "exited on signal 9 (Killed)"
-      alive=0
-      for q in $(descendants "$decoy"); do
-        [ "$(readlink "/proc/$q/exe" 2>/dev/null)" = "$(realpath "$B/sim-mpi/$p")" ] && alive=$((alive + 1))
-      done
+      alive=$(job_ranks "$decoy" $p | wc -l)
       [ $alive = 2 ] || why+="the decoy job has $alive of its 2 ranks left; "
       kill -TERM $(descendants "$decoy") 2>/dev/null
       wait "$decoy" 2>/dev/null

@@ -6,17 +6,8 @@ each process sees its own GPU as device 0)."""
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "common", "python"))
-import example_utils as ex  # noqa: E402
-
-failures = 0
-
-
-def expect(cond, what):
-    global failures
-    if not cond:
-        failures += 1
-        print(f"test_example_utils: expectation failed: {what}", file=sys.stderr)
+from expect import expect, finish
+import example_utils as ex  # noqa: E402 (common/python, put on the path by expect)
 
 
 class Ranks:
@@ -226,6 +217,4 @@ os.environ.pop("NCCL_MULTI_RANK_GPU_ENABLE")
 expect(ex.strtoll("010") == (8, 3, False) and ex.strtoll("0x1f") == (31, 4, False) and
        ex.strtoll("-12z") == (-12, 3, False), "strtoll's bases and end")
 
-if failures == 0:
-    print("test_example_utils: all passed")
-sys.exit(1 if failures else 0)
+finish()

@@ -4,22 +4,11 @@ ranks collects what rank 0 would print. Each expected line is written out
 from the definition: AllReduce of ranks' values 0..n-1 gives n(n-1)/2 in
 every element; AllGather's segment r holds r."""
 import math
-import os
-import sys
 
 import numpy
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "common", "python"))
-import example_utils as ex  # noqa: E402
-
-failures = 0
-
-
-def expect(cond, what):
-    global failures
-    if not cond:
-        failures += 1
-        print(f"test_python_verify: expectation failed: {what}", file=sys.stderr)
+from expect import expect, finish
+import example_utils as ex  # noqa: E402 (common/python, put on the path by expect)
 
 
 class Ranks:
@@ -76,6 +65,4 @@ ok = ex.verify_allgather_segments(r, wrong, count)
 want = "  Rank 1: 2 of 15 elements wrong; first in segment 1 at index 2: Expected 1.0, Got nan"
 expect(ok is False and want in r.printed, f"two wrong elements: {ok} {r.printed}")
 
-if failures == 0:
-    print("test_python_verify: all passed")
-sys.exit(1 if failures else 0)
+finish()
