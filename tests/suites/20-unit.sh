@@ -19,6 +19,13 @@ if begin unit/watchdog-verdict; then
   want_out "test_verdict: all checks passed"
   end
 fi
+if begin unit/watchdog-calls; then
+  need unit/test_calls
+  run "$B/unit/test_calls"
+  want_status 0
+  want_out "calls: all passed"
+  end
+fi
 if begin unit/verify; then need unit/test_verify; run "$B/unit/test_verify"; want_status 0; end; fi
 for n in 1 2 3 4 5 6 7 8; do
   if begin "unit/bootstrap-pthread-$n"; then
