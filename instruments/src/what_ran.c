@@ -95,6 +95,14 @@ static void add_names(char *buf, size_t size, const engine_work *w,
     text_add(buf, size, ", ...");
 }
 
+/* Copies that ran beside kernels, so that no record goes unsaid. */
+static void add_copies(char *buf, size_t size, const engine_work *w)
+{
+  if (w->copies > 0)
+    text_add(buf, size, " and %ld cop%s", w->copies,
+             w->copies == 1 ? "y" : "ies");
+}
+
 enum what_class what_ran_describe(const engine_work *w, int nranks, char *buf,
                                   size_t size)
 {
@@ -112,6 +120,7 @@ enum what_class what_ran_describe(const engine_work *w, int nranks, char *buf,
     else {
       text_add(buf, size, "a local kernel: ");
       add_names(buf, size, w, 1);
+      add_copies(buf, size, w);
     }
     return RAN_LOCAL;
   }
@@ -136,6 +145,7 @@ enum what_class what_ran_describe(const engine_work *w, int nranks, char *buf,
   else
     text_add(buf, size, "kernel%s ", w->nnames > 1 ? "s" : "");
   add_names(buf, size, w, 1);
+  add_copies(buf, size, w);
   if (!symmetric)
     text_add(buf, size, " (no symmetric kernel)");
   return symmetric ? RAN_SYMMETRIC : RAN_REGULAR;

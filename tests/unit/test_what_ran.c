@@ -67,6 +67,30 @@ int main(void)
       " every rank\n");
   LACKS("Why");
 
+  /* Kernels and copies on one rank: both are said, the kernel decides. */
+  reset(2);
+  kernel(0, SYMK);
+  kernel(1, SYMK);
+  facts[1].work.copies = 3;
+  report("AllGather", 1, 2);
+  HAS("What ran: AllGather ran NCCL's symmetric kernel"
+      " AllReduce_RSxLD_AGxST_sum_f32 on rank 0; NCCL's symmetric kernel"
+      " AllReduce_RSxLD_AGxST_sum_f32 and 3 copies on rank 1\n");
+  HAS("Why not the copy engines: ");
+  reset(2);
+  kernel(0, RING);
+  kernel(1, RING);
+  facts[0].work.copies = facts[1].work.copies = 1;
+  report("AllReduce", 0, 2);
+  HAS("ran NCCL's regular kernels of the RING family and 1 copy (no symmetric"
+      " kernel) on every rank");
+  reset(1);
+  kernel(0, RING);
+  facts[0].work.copies = 2;
+  report("AllReduce", 0, 1);
+  HAS("one rank: NCCL did a local kernel: regular kernels of the RING family"
+      " and 2 copies, nothing");
+
   /* A regular kernel instead, no known cause. */
   reset(2);
   kernel(0, RING);
