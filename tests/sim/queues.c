@@ -9,8 +9,11 @@
  * a GPU. */
 #include "sim.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 typedef struct work {
   struct work *next;
@@ -18,6 +21,7 @@ typedef struct work {
   const void *owner; /* the queuing thread (its per-thread stream key) */
   int device;
   int running; /* a thread is running it now */
+  int rank;    /* the queuing thread's (sim_rank) */
   enum work_kind kind;
   void *dst;
   const void *src; /* WORK_COPY: read when it runs; NULL: `bytes` */
@@ -60,9 +64,44 @@ const void *queue_key(cudaStream_t stream, int ptds_entry)
   return stream;
 }
 
+/* SIM_GPU_US=WHAT:RANK:US[,...]: the simulated GPU spends US microseconds
+ * on each such work of rank RANK (* for every rank) when it runs, after
+ * doing it; WHAT is "collective", or "copy" (device to device, or between
+ * devices). Timed work then lasts a known time: a loop of n operations
+ * between two events at least n * US. A setting it cannot read ends the
+ * process. */
+static long gpu_us(const work *w)
+{
+  const char *spec = getenv("SIM_GPU_US");
+  const int copy = w->kind == WORK_COPY && (w->copy_kind == 8 || w->copy_kind == 10);
+  if (spec == NULL || *spec == '\0' || (w->kind != WORK_COLLECTIVE && !copy))
+    return 0;
+  const int rank = w->kind == WORK_COLLECTIVE ? w->node.comm->rank : w->rank;
+  long total = 0;
+  for (const char *item = spec; *item;) {
+    char what[16], who[16];
+    long us;
+    int used = 0;
+    if (sscanf(item, "%15[^:]:%15[^:]:%ld%n", what, who, &us, &used) != 3 ||
+        us < 0 || (item[used] != ',' && item[used] != '\0') ||
+        (strcmp(what, "collective") != 0 && strcmp(what, "copy") != 0) ||
+        (strcmp(who, "*") != 0 && strspn(who, "0123456789") != strlen(who))) {
+      fprintf(stderr, "ncclsim: SIM_GPU_US='%s': wanted WHAT:RANK:US[,...],"
+              " WHAT collective or copy, RANK a number or *\n", spec);
+      _exit(SIM_EXIT_VIOLATION);
+    }
+    if (strcmp(what, copy ? "copy" : "collective") == 0 &&
+        (strcmp(who, "*") == 0 || atoi(who) == rank))
+      total += us;
+    item += used + (item[used] == ',');
+  }
+  return total;
+}
+
 /* Runs one work, without the lock: a collective waits for its peers. */
 static void run(const work *w)
 {
+  const long us = gpu_us(w);
   switch (w->kind) {
   case WORK_COPY:
     memmove(w->dst, w->src ? w->src : w->bytes, w->size);
@@ -85,6 +124,10 @@ static void run(const work *w)
     break;
   case WORK_NOTHING: break;
   }
+  if (us > 0)
+    nanosleep(&(struct timespec){.tv_sec = us / 1000000,
+                                 .tv_nsec = us % 1000000 * 1000},
+              NULL);
 }
 
 /* Runs the oldest queued work that `take` selects, after any earlier work
@@ -264,6 +307,7 @@ int enqueue(cudaStream_t stream, int ptds_entry, const work_item *item)
     bytes[0] = (unsigned char)item->value;
   *w = (work){.queue = key,
               .owner = &per_thread_stream_key,
+              .rank = sim_rank(),
               .device = current_device,
               .kind = item->kind,
               .dst = item->dst,

@@ -50,6 +50,9 @@
  *   SIM_NO_P2P=1         no GPU pair has CUDA P2P access
  *   SIM_REPLAYS_DO_NOTHING=1  cudaGraphLaunch succeeds and runs nothing
  *   SIM_CUPTI_FAIL=CALL:R[,...]  that CUPTI call fails on rank R (cupti.c)
+ *   SIM_GPU_US=WHAT:R:US[,...]  each collective (WHAT collective) or device
+ *                        copy (copy) of rank R (* every rank) takes US
+ *                        microseconds of simulated GPU time (queues.c)
  * Like NCCL >= 2.30, it lets several ranks of one communicator use one
  * device only with NCCL_MULTI_RANK_GPU_ENABLE set to a non-zero number and a
  * simulated version >= 2.30. Ranks that are threads sharing a device share

@@ -453,6 +453,62 @@ if begin "bench/sim-pthread/allgather_ce-repeat"; then
     why+="$(head -n 1 "$f.check"); "
   end
 fi
+# Loops of a known length: each collective takes 20 ms of simulated GPU
+# time and each device copy 20 ms (SIM_GPU_US), so that the definitions
+# give the times. With -i 3 -r 3 each loop is one operation: its time per
+# operation is at least 20000 us, eager and replayed, and under 30000 us
+# (a loop of two, or warm-ups inside the events, would be 40000 us or
+# more; a loop divided by the 3 operations of all loops, 6667 us). The
+# roof times its 3 copies the same way, after 2 warm-ups: its bandwidth is
+# 256 KiB / 20 ms = 0.0131 GB/s, and above 256 KiB / 30 ms.
+if begin "bench/sim-pthread/allreduce_sm-known-gpu-time"; then
+  SIM_GPU_US='collective:*:20000,copy:*:20000' sim_run sim-pthread allreduce_sm 2 \
+    --bench -b 256K -e 256K -w 2 -i 3 -r 3 --graph --csv "$f.csv"
+  want_status 0
+  want_out "Benchmark results verified correctly"
+  python3 - "$f.csv" >"$f.check" 2>&1 <<'PY' || why+="$(head -n 2 "$f.check" | tr '\n' ' '); "
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+bad = []
+if sorted(r["mode"] for r in rows) != ["plain", "sym"]:
+    bad.append(f"modes {[r['mode'] for r in rows]}, wanted plain and sym")
+for r in rows:
+    for p in ("", "graph_"):
+        lo, mid, hi = (float(r[p + c]) for c in ("time_min_us", "time_us", "time_max_us"))
+        if not 20000 <= lo <= mid <= hi < 30000:
+            bad.append(f"{r['mode']} {p}times {lo} {mid} {hi}: wanted 20000 <= min <= median <= max < 30000")
+    roof = float(r["roof_GBps"])
+    if not 262144 / 30000 / 1e3 < roof <= 262144 / 20000 / 1e3 + 0.0005:
+        bad.append(f"{r['mode']} roof_GBps {roof}: wanted 256 KiB per 20 to 30 ms (0.0087 to 0.0131)")
+print("\n".join(bad))
+sys.exit(1 if bad else 0)
+PY
+  python3 tests/lib/bench_oracle.py "$f.csv" --gpus 8 >"$f.oracle" 2>&1 ||
+    why+="$(grep -v '^bench_oracle:' "$f.oracle" | head -n 2 | tr '\n' ' '); "
+  no_violation
+  end
+fi
+# Ranks that do not divide evenly among the GPUs: 3 ranks on 2 GPUs put 2
+# on GPU 0, and %roof counts what the busiest GPU moves (busbw x 2).
+if begin "bench/sim-pthread/allreduce_sm-3-ranks-on-2-gpus"; then
+  shared_run sim-pthread allreduce_sm 3 2 23007 --bench -b 64K -e 64K -w 1 -i 2 --csv "$f.csv"
+  want_status 0
+  want_out "# %roof: busbw x 2 (what the GPU moves for its 2 ranks) / roof"
+  python3 tests/lib/bench_oracle.py "$f.csv" --gpus 2 >"$f.oracle" 2>&1 ||
+    why+="$(grep -v '^bench_oracle:' "$f.oracle" | head -n 2 | tr '\n' ' '); "
+  no_violation
+  end
+fi
+# A replay that writes nothing, at one rank: the AllReduce of one rank's
+# zeros is zeros, so only a poison that is not 0 (NaN) can show it.
+if begin "bench/sim-pthread/allreduce_sm-1-graph-replay-does-nothing"; then
+  SIM_REPLAYS_DO_NOTHING=1 sim_run sim-pthread allreduce_sm 1 --bench -b 4K -e 4K -w 1 -i 2 --graph
+  want_status 1
+  want_out "Benchmark results verification failed"
+  want_err "at 4096 bytes, replayed from a CUDA graph: wrong result on at least one rank"
+  no_violation
+  end
+fi
 if begin "bench/sim-pthread/allreduce_sm-repeat-more-than-iters"; then
   sim_run sim-pthread allreduce_sm 1 --bench -i 2 -r 3
   want_status 2
