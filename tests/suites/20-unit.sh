@@ -26,6 +26,13 @@ if begin unit/watchdog-calls; then
   want_out "calls: all passed"
   end
 fi
+if begin unit/bench-timing; then
+  need unit/test_timing
+  run "$B/unit/test_timing"
+  want_status 0
+  want_out "timing: all passed"
+  end
+fi
 if begin unit/verify; then need unit/test_verify; run "$B/unit/test_verify"; want_status 0; end; fi
 for n in 1 2 3 4 5 6 7 8; do
   if begin "unit/bootstrap-pthread-$n"; then

@@ -59,13 +59,16 @@ if command -v gnuplot >/dev/null; then
   done
   # What was plotted, against the definitions: with one rank the bus
   # bandwidth is 0 by definition, so the curves are algbw = size / time;
-  # with two, busbw (AllReduce: 2(n-1)/n algbw). Sizes of 1 and 4 MiB, so
-  # that the bandwidths stay well above the CSV's 0.001 GB/s rounding even
-  # when a loaded machine slows the simulation down.
-  for n in 1 2; do
+  # with more, busbw (AllReduce: 2(n-1)/n algbw, which equals algbw at 2
+  # ranks and not at 3). The error bars: the bandwidth times median /
+  # slowest loop and median / fastest loop; the roofline: the first mode's
+  # roof_GBps at each size. Sizes of 1 and 4 MiB, so that the bandwidths
+  # stay well above the CSV's 0.001 GB/s rounding even when a loaded
+  # machine slows the simulation down.
+  for n in 1 2 3; do
     if begin "bench/plot/allreduce_sm-$n-rank-curves"; then
       csv=$f.csv
-      sim_run sim-pthread allreduce_sm $n --bench -b 1M -e 4M -f 4 -w 0 -i 1 -r 1 --csv "$csv"
+      sim_run sim-pthread allreduce_sm $n --bench -b 1M -e 4M -f 4 -w 0 -i 2 -r 2 --csv "$csv"
       want_status 0
       PLOT_DATA_DIR=$f.data run tools/plot_bench.sh "$csv" "$f.png"
       want_status 0
@@ -74,19 +77,34 @@ import csv, sys
 sys.path.insert(0, "tests/lib")
 from bench_oracle import BUS  # noqa: E402  (the definitions, in one place)
 path, data, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-rows = [r for r in csv.DictReader(open(path)) if r["mode"] == "sym"]
-want = [(int(r["size_bytes"]), int(r["size_bytes"]) / float(r["time_us"]) / 1e3 * (BUS["allreduce_sm"](n) if n > 1 else 1))
-        for r in rows]
+every = list(csv.DictReader(open(path)))
+rows = [r for r in every if r["mode"] == "sym"]
+def bw(r, t):
+    return int(r["size_bytes"]) / t / 1e3 * (BUS["allreduce_sm"](n) if n > 1 else 1)
+want = []
+for r in rows:
+    v = bw(r, float(r["time_us"]))
+    t, lo, hi = float(r["time_us"]), float(r["time_min_us"]), float(r["time_max_us"])
+    want.append((int(r["size_bytes"]), v, v * t / hi, v * t / lo))
 meta = open(f"{data}/meta").read().split("\n")
 modes = meta[3:]
-got = [tuple(map(float, l.split()[:2])) for l in open(f"{data}/curve-{modes.index('sym')}.dat")]
+got = [tuple(map(float, l.split())) for l in open(f"{data}/curve-{modes.index('sym')}.dat")]
 name = "algorithm bandwidth (GB/s)" if n == 1 else "bus bandwidth (GB/s)"
 if meta[2] != name:
     sys.exit(f"the y axis is '{meta[2]}', wanted '{name}'")
-if len(got) != len(want) or any(gs != ws or abs(gv - wv) > 0.0011 + 2e-3 * wv for (gs, gv), (ws, wv) in zip(got, want)):
-    sys.exit(f"plotted {got}, the definition gives {want}")
-if max(w for _, w in want) < 0.01:
+def near(g, w):
+    return abs(g - w) <= 0.0011 + 2e-3 * w
+if len(got) != len(want) or any(g[0] != w[0] or not all(map(near, g[1:], w[1:])) for g, w in zip(got, want)):
+    sys.exit(f"plotted (size, bw, low, high) {got}, the definition gives {want}")
+if max(w[1] for w in want) < 0.01:
     sys.exit("the values are too small to tell the curves apart")
+if all(w[2] == w[3] for w in want):
+    sys.exit("no error bar has a length: the loops' times are all equal")
+first = every[0]["mode"]
+roof = [(float(r["size_bytes"]), float(r["roof_GBps"])) for r in every if r["mode"] == first]
+got_roof = [tuple(map(float, l.split())) for l in open(f"{data}/roof.dat")]
+if got_roof != roof:
+    sys.exit(f"roofline points {got_roof}, the CSV's {first} rows give {roof}")
 PY
       end
     fi
