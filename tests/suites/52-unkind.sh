@@ -50,9 +50,14 @@ for p in $PROGRAMS; do
     unkind_run sim-pthread $p 1 --null-windows SIM_NCCL_VERSION=22803 NCCL_LOCAL_REGISTER=0
     end
   fi
-  # The control: from 2.28.7 one rank has a window.
-  if begin "unkind/pthread/$p-nccl-2.28.9-one-rank-window"; then
-    unkind_run sim-pthread $p 1 "" SIM_NCCL_VERSION=22809
+  # The control, at the edge: from 2.28.7 one rank has a window; 2.28.6
+  # is the last version that hands back a local registration.
+  if begin "unkind/pthread/$p-nccl-2.28.7-one-rank-window"; then
+    unkind_run sim-pthread $p 1 "" SIM_NCCL_VERSION=22807
+    end
+  fi
+  if begin "unkind/pthread/$p-nccl-2.28.6-one-rank-local-registration"; then
+    unkind_run sim-pthread $p 1 "--local-registration 2.28.6" SIM_NCCL_VERSION=22806
     end
   fi
 done

@@ -133,6 +133,17 @@ int main(void)
   unsetenv("NCCL_WIN_ENABLE");
   unsetenv("NCCL_CUMEM_ENABLE");
 
+  /* The copy engines' driver edge: 12.5 itself is enough, 12.4 is not. */
+  reset(2);
+  kernel(0, RING);
+  kernel(1, RING);
+  facts[0].driver = 12050;
+  report("AllGather", 1, 2);
+  LACKS("driver");
+  facts[0].driver = 12049; /* as cudaDriverGetVersion encodes 12.4 */
+  report("AllGather", 1, 2);
+  HAS("the CUDA driver is 12.4; the copy engines need >= 12.5");
+
   /* The driver matters only for the copy engines. */
   reset(2);
   kernel(0, RING);
