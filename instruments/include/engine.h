@@ -41,4 +41,15 @@ typedef struct engine_work {
  * zeroed). */
 int engine_probe_collect(int device, uint64_t t0, uint64_t t1, engine_work *w);
 
+/* For a caller that must not wait for the GPU (tools/whatran): the work
+ * whose launching call (a CUDA runtime or driver API call) was made by
+ * `thread` (engine_probe_thread's number) and began within [t0, t1],
+ * wherever and whenever it ran; among the records flushed so far
+ * (engine_probe_flush, which returns 0 if CUPTI failed). Returns 0 when
+ * nothing is known. */
+int engine_probe_flush(void);
+uint32_t engine_probe_thread(void);
+int engine_probe_launched(uint32_t thread, uint64_t t0, uint64_t t1,
+                          engine_work *w);
+
 #endif

@@ -31,6 +31,7 @@ typedef struct record {
 typedef struct launch {
   uint32_t correlation;
   uint32_t thread; /* kernel thread id (CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM) */
+  uint64_t start;  /* when the API call began */
 } launch;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -112,10 +113,10 @@ static enum work_kind copy_kind(uint8_t kind)
              : HOST_COPY;
 }
 
-static void keep_launch(uint32_t correlation, uint32_t thread)
+static void keep_launch(uint32_t correlation, uint32_t thread, uint64_t start)
 {
   if (grow((void **)&launches, &launch_capacity, nlaunches, sizeof *launches))
-    launches[nlaunches++] = (launch){correlation, thread};
+    launches[nlaunches++] = (launch){correlation, thread, start};
 }
 
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
@@ -141,7 +142,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
     } else if (r->kind == CUPTI_ACTIVITY_KIND_DRIVER ||
                r->kind == CUPTI_ACTIVITY_KIND_RUNTIME) {
       const CUpti_ActivityAPI *a = (const CUpti_ActivityAPI *)r;
-      keep_launch(a->correlationId, a->threadId);
+      keep_launch(a->correlationId, a->threadId, a->start);
     }
   }
   pthread_mutex_unlock(&lock);
@@ -222,46 +223,73 @@ uint64_t engine_probe_now(void)
   return failed(res, "cuptiGetTimestamp") ? 0 : t;
 }
 
-/* The thread that made the API call with this correlation id, or 0. */
-static uint32_t launcher(uint32_t correlation)
+/* The API call with this correlation id, or NULL. */
+static const launch *launch_of(uint32_t correlation)
 {
   for (size_t i = nlaunches; i-- > 0;)
     if (launches[i].correlation == correlation)
-      return launches[i].thread;
-  return 0;
+      return &launches[i];
+  return NULL;
 }
+
+/* Adds record r to *w. */
+static void count(const record *r, engine_work *w)
+{
+  if (r->kind == DEVICE_COPY)
+    w->copies++;
+  else if (r->kind == HOST_COPY)
+    w->host_copies++;
+  else {
+    w->kernels++;
+    const char *name = r->name >= 0 ? names[r->name] : "?";
+    int seen = 0;
+    for (int n = 0; n < w->nnames && !seen; n++)
+      seen = strcmp(w->names[n], name) == 0;
+    if (!seen && w->nnames < ENGINE_MAX_NAMES)
+      snprintf(w->names[w->nnames++], sizeof w->names[0], "%s", name);
+  }
+}
+
+int engine_probe_flush(void)
+{
+  CUptiResult res;
+  WATCHED(res, cuptiActivityFlushAll(0)); /* runs buffer_completed */
+  return !failed(res, "cuptiActivityFlushAll");
+}
+
+uint32_t engine_probe_thread(void) { return (uint32_t)syscall(SYS_gettid); }
 
 int engine_probe_collect(int device, uint64_t t0, uint64_t t1, engine_work *w)
 {
-  CUptiResult res;
   memset(w, 0, sizeof *w);
   /* Without a time span or the records flushed, nothing was measured: an
    * empty count would read as "no kernel and no copy". */
-  if (t0 == 0 || t1 == 0)
+  if (t0 == 0 || t1 == 0 || !engine_probe_flush())
     return 0;
-  WATCHED(res, cuptiActivityFlushAll(0)); /* runs buffer_completed */
-  if (failed(res, "cuptiActivityFlushAll"))
-    return 0;
-  uint32_t me = (uint32_t)syscall(SYS_gettid);
+  uint32_t me = engine_probe_thread();
   pthread_mutex_lock(&lock);
   for (size_t i = 0; i < nrecords; i++) {
     const record *r = &records[i];
-    if (r->device != (uint32_t)device || r->start < t0 || r->start > t1 ||
-        launcher(r->correlation) != me)
-      continue;
-    if (r->kind == DEVICE_COPY)
-      w->copies++;
-    else if (r->kind == HOST_COPY)
-      w->host_copies++;
-    else {
-      w->kernels++;
-      const char *name = r->name >= 0 ? names[r->name] : "?";
-      int seen = 0;
-      for (int n = 0; n < w->nnames && !seen; n++)
-        seen = strcmp(w->names[n], name) == 0;
-      if (!seen && w->nnames < ENGINE_MAX_NAMES)
-        snprintf(w->names[w->nnames++], sizeof w->names[0], "%s", name);
-    }
+    const launch *l = launch_of(r->correlation);
+    if (r->device == (uint32_t)device && r->start >= t0 && r->start <= t1 &&
+        l != NULL && l->thread == me)
+      count(r, w);
+  }
+  pthread_mutex_unlock(&lock);
+  return 1;
+}
+
+int engine_probe_launched(uint32_t thread, uint64_t t0, uint64_t t1,
+                          engine_work *w)
+{
+  memset(w, 0, sizeof *w);
+  if (t0 == 0 || t1 == 0)
+    return 0;
+  pthread_mutex_lock(&lock);
+  for (size_t i = 0; i < nrecords; i++) {
+    const launch *l = launch_of(records[i].correlation);
+    if (l != NULL && l->thread == thread && l->start >= t0 && l->start <= t1)
+      count(&records[i], w);
   }
   pthread_mutex_unlock(&lock);
   return 1;
@@ -276,9 +304,20 @@ const char *engine_probe_unavailable(void)
   return "this build has no CUPTI (HAVE_CUPTI=0)";
 }
 uint64_t engine_probe_now(void) { return 0; }
+int engine_probe_flush(void) { return 0; }
+uint32_t engine_probe_thread(void) { return 0; }
 int engine_probe_collect(int device, uint64_t t0, uint64_t t1, engine_work *w)
 {
   (void)device;
+  (void)t0;
+  (void)t1;
+  memset(w, 0, sizeof *w);
+  return 0;
+}
+int engine_probe_launched(uint32_t thread, uint64_t t0, uint64_t t1,
+                          engine_work *w)
+{
+  (void)thread;
   (void)t0;
   (void)t1;
   memset(w, 0, sizeof *w);
