@@ -81,34 +81,6 @@ int nccl_env_cta_policy(const char *text, int nccl, int *policy)
   return found;
 }
 
-/* "rank 3", "ranks 0-2", "ranks 0, 2, 5" for the ranks r with in[r]. */
-void what_ran_add_ranks(char *buf, size_t size, const int *in, int n)
-{
-  int count = 0, first = -1, last = -1, contiguous = 1;
-  for (int r = 0; r < n; r++)
-    if (in[r]) {
-      if (first < 0)
-        first = r;
-      else if (r != last + 1)
-        contiguous = 0;
-      last = r;
-      count++;
-    }
-  if (count == 1) {
-    text_add(buf, size, "rank %d", first);
-  } else if (contiguous) {
-    text_add(buf, size, "ranks %d-%d", first, last);
-  } else {
-    text_add(buf, size, "ranks");
-    const char *sep = " ";
-    for (int r = 0; r < n; r++)
-      if (in[r]) {
-        text_add(buf, size, "%s%d", sep, r);
-        sep = ", ";
-      }
-  }
-}
-
 /* The causes found so far: a report's list, "; " between two. */
 typedef struct causes {
   char *buf;

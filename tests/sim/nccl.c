@@ -213,6 +213,22 @@ static ncclResult_t release_comm(ncclComm_t comm, const char *call,
   return ncclSuccess;
 }
 
+ncclResult_t ncclCommCount(const ncclComm_t comm, int *count)
+{
+  if (comm == NULL || count == NULL)
+    return ncclInvalidArgument;
+  *count = comm->nranks;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank)
+{
+  if (comm == NULL || rank == NULL)
+    return ncclInvalidArgument;
+  *rank = comm->rank;
+  return ncclSuccess;
+}
+
 ncclResult_t ncclCommDestroy(ncclComm_t comm)
 {
   if (injected_failure("ncclCommDestroy"))

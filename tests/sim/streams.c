@@ -230,6 +230,24 @@ cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream,
   return cudaStreamBeginCapture(stream, mode);
 }
 
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream,
+                                  enum cudaStreamCaptureStatus *status)
+{
+  if (status == NULL)
+    return cudaErrorInvalidValue;
+  *status = capturing(stream) ? cudaStreamCaptureStatusActive
+                              : cudaStreamCaptureStatusNone;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamIsCapturing_ptsz(cudaStream_t stream,
+                                       enum cudaStreamCaptureStatus *status);
+cudaError_t cudaStreamIsCapturing_ptsz(cudaStream_t stream,
+                                       enum cudaStreamCaptureStatus *status)
+{
+  return cudaStreamIsCapturing(stream, status);
+}
+
 cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *graph)
 {
   if (!capturing(stream))

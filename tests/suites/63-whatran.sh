@@ -1,0 +1,83 @@
+# tools/whatran (libwhatran.so): What ran for programs this suite did not
+# build it into, preloaded before the simulation built as a shared library
+# with its CUPTI (tests/Makefile's whatran-programs): a program in another
+# style (tests/whatran/other_style.c), and the lessons built without their
+# instruments (LEAN=1). The program's own output and status must be those
+# of a run without the preload; the verdicts come from what each program
+# does (its windows and buffers) and from the simulation's records, as
+# tests/sim/cupti.c names them (the H200's names where it recorded them).
+# Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
+
+if [ ! -f "${CUDA_HOME:-/usr/local/cuda}/include/cupti.h" ]; then
+  skip "whatran/other-style-program" "no cupti.h in ${CUDA_HOME:-/usr/local/cuda}/include"
+  return 0
+fi
+S=$B/simso
+
+# preloaded [ENV=VALUE...] -- COMMAND...: runs COMMAND without the preload
+# (its stdout kept as $f.plain, its status as $plain_status), then with it.
+preloaded() {
+  while [ "$1" != -- ]; do local -x "$1"; shift; done
+  shift
+  local -x SIM_DIR=$TMPDIR
+  need whatran-programs
+  run "$@"
+  plain_status=$status
+  cp "$f.out" "$f.plain"
+  LD_PRELOAD="$S/libwhatran.so" run "$@"
+}
+# The program's own output and status, unchanged by the preload.
+unchanged() {
+  [ "$status" = "$plain_status" ] || why+="exit status $status under the preload, $plain_status without; "
+  cmp -s "$f.out" "$f.plain" || why+="stdout differs from a run without the preload; "
+}
+
+if begin whatran/other-style-program; then
+  preloaded -- "$S/other_style"
+  want_status 0
+  unchanged
+  want_err "What ran (libwhatran): communicator 1, 2 ranks, ranks 0-1: AllReduce of 4 KiB (1 call): NCCL's symmetric kernel AllReduce_AGxLL_R_sum_f32; AllReduce of 4 KiB (1 call): captured into a CUDA graph: its work runs at each replay; 2 windows registered (4 KiB, 4 KiB)"
+  want_err "What ran (libwhatran): communicator 2, 2 ranks, ranks 0-1: AllGather of 8 KiB (1 call): NCCL's regular kernels of the RING family (no symmetric kernel): no window: the input buffer is not registered; AllReduce of 4 KiB (1 call): NCCL's regular kernels of the RING family (no symmetric kernel): no window: the output buffer is not registered; 1 window registered (8 KiB)"
+  want_err "What ran (libwhatran): CUDA graph replays (4 launches): NCCL's symmetric kernel AllReduce_AGxLL_R_sum_f32"
+  no_violation
+  end
+fi
+if begin whatran/other-style-program-without-windows; then
+  preloaded -- "$S/other_style" no-windows
+  want_status 0
+  unchanged
+  want_err "What ran (libwhatran): communicator 2, 2 ranks, ranks 0-1: AllGather of 8 KiB (1 call): NCCL's regular kernels of the RING family (no symmetric kernel): no window: neither buffer is registered; AllReduce of 4 KiB (1 call): NCCL's regular kernels of the RING family (no symmetric kernel): no window: neither buffer is registered; 0 windows registered"
+  no_violation
+  end
+fi
+# The lessons without their own What ran: the preload's verdict is theirs
+# (tests/suites/62-cupti.sh's lines for the same runs).
+if begin whatran/lean-pthread/allreduce_sm-2; then
+  preloaded NTHREADS=2 -- "$S/lean-pthread/allreduce_sm"
+  want_status 0
+  unchanged
+  no_out "What ran:"
+  want_err "What ran (libwhatran): communicator 1, 2 ranks, ranks 0-1: AllReduce of 4 MiB (1 call): NCCL's symmetric kernel AllReduce_RSxLD_AGxST_sum_f32; 2 windows registered (4 MiB, 4 MiB)"
+  no_violation
+  end
+fi
+if begin whatran/lean-pthread/allgather_ce-2; then
+  preloaded NTHREADS=2 -- "$S/lean-pthread/allgather_ce"
+  want_status 0
+  unchanged
+  want_err "What ran (libwhatran): communicator 1, 2 ranks, ranks 0-1: AllGather of 8 MiB (1 call): on the copy engines: 0 kernels, 2 copies; 2 windows registered (4 MiB, 8 MiB)"
+  no_violation
+  end
+fi
+# CUPTI failing in one process (a profiler holding it there): that rank is
+# "not measured", the other measured, and the program sees no difference.
+if begin whatran/lean-mpi/allgather_ce-cupti-fails-on-rank-1 && mpi_cases "$name"; then
+  preloaded SIM_CUPTI_FAIL=cuptiActivityEnable:1 -- "${MPIRUN[@]}" -np 2 "$S/lean-mpi/allgather_ce"
+  want_status 0
+  unchanged
+  want_err "CUPTI: cuptiActivityEnable failed"
+  want_err "What ran (libwhatran): communicator 1, 2 ranks, rank 1: AllGather of 8 MiB (1 call): not measured: CUPTI failed (see its message above); 2 windows registered (4 MiB, 8 MiB)"
+  want_err "What ran (libwhatran): communicator 1, 2 ranks, rank 0: AllGather of 8 MiB (1 call): on the copy engines: 0 kernels, 2 copies; 2 windows registered (4 MiB, 8 MiB)"
+  no_violation
+  end
+fi

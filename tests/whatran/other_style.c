@@ -1,0 +1,93 @@
+/* A program in another style than the lessons, for tools/whatran's cases
+ * (tests/suites/63-whatran.sh): two ranks as threads, two communicators on
+ * each, no layer of ours and no error checks beyond NCCL's return codes.
+ *   communicator 1: an AllReduce with both buffers in windows, then the
+ *                   same AllReduce captured into a CUDA graph, replayed
+ *                   twice
+ *   communicator 2: an AllGather with only its output in a window, and an
+ *                   AllReduce with only its input in one
+ * With the argument "no-windows" it registers nothing. It prints one line
+ * per rank, in rank order; its output must not change under the preload. */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#define N 1024 /* floats: 4 KiB */
+
+static ncclUniqueId ids[2];
+static int windows = 1;
+
+static void *rank_main(void *arg)
+{
+  int rank = (int)(intptr_t)arg, bad = 0;
+  cudaSetDevice(rank);
+  ncclComm_t one, two;
+  bad |= ncclCommInitRank(&one, 2, ids[0], rank) != ncclSuccess;
+  bad |= ncclCommInitRank(&two, 2, ids[1], rank) != ncclSuccess;
+  cudaStream_t s;
+  cudaStreamCreate(&s);
+  float *x, *y, *z;
+  ncclMemAlloc((void **)&x, N * sizeof(float));
+  ncclMemAlloc((void **)&y, 2 * N * sizeof(float));
+  ncclMemAlloc((void **)&z, N * sizeof(float));
+  cudaMemsetAsync(x, 0, N * sizeof(float), s);
+  cudaMemsetAsync(y, 0, 2 * N * sizeof(float), s);
+  ncclWindow_t wx = NULL, wz = NULL, wy = NULL;
+  if (windows) {
+    ncclCommWindowRegister(one, x, N * sizeof(float), &wx, NCCL_WIN_COLL_SYMMETRIC);
+    ncclCommWindowRegister(one, z, N * sizeof(float), &wz, NCCL_WIN_COLL_SYMMETRIC);
+    ncclCommWindowRegister(two, y, 2 * N * sizeof(float), &wy, NCCL_WIN_COLL_SYMMETRIC);
+  }
+  bad |= ncclAllReduce(x, z, N, ncclFloat, ncclSum, one, s) != ncclSuccess;
+  bad |= ncclAllGather(x, y, N, ncclFloat, two, s) != ncclSuccess;
+  bad |= ncclAllReduce(y, z, N, ncclFloat, ncclSum, two, s) != ncclSuccess;
+
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+  bad |= ncclAllReduce(x, z, N, ncclFloat, ncclSum, one, s) != ncclSuccess;
+  cudaStreamEndCapture(s, &graph);
+  cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphLaunch(exec, s);
+  cudaGraphLaunch(exec, s);
+  cudaStreamSynchronize(s);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+
+  if (windows) {
+    ncclCommWindowDeregister(one, wx);
+    ncclCommWindowDeregister(one, wz);
+    ncclCommWindowDeregister(two, wy);
+  }
+  ncclMemFree(x);
+  ncclMemFree(y);
+  ncclMemFree(z);
+  cudaStreamDestroy(s);
+  ncclCommFinalize(one);
+  ncclCommFinalize(two);
+  ncclCommDestroy(one);
+  ncclCommDestroy(two);
+  return (void *)(intptr_t)bad;
+}
+
+int main(int argc, char **argv)
+{
+  windows = !(argc > 1 && strcmp(argv[1], "no-windows") == 0);
+  ncclGetUniqueId(&ids[0]);
+  ncclGetUniqueId(&ids[1]);
+  pthread_t t[2];
+  for (intptr_t r = 0; r < 2; r++)
+    pthread_create(&t[r], NULL, rank_main, (void *)r);
+  int bad = 0;
+  for (int r = 0; r < 2; r++) {
+    void *res;
+    pthread_join(t[r], &res);
+    printf("rank %d: %s\n", r, res != NULL ? "an NCCL call failed" : "done");
+    bad |= res != NULL;
+  }
+  return bad;
+}
