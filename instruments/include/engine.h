@@ -8,6 +8,7 @@
 #ifndef ENGINE_H
 #define ENGINE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Starts recording kernels and copies in this process; calls nest, and
@@ -41,15 +42,28 @@ typedef struct engine_work {
  * zeroed). */
 int engine_probe_collect(int device, uint64_t t0, uint64_t t1, engine_work *w);
 
-/* For a caller that must not wait for the GPU (tools/whatran): the work
- * whose launching call (a CUDA runtime or driver API call) was made by
- * `thread` (engine_probe_thread's number) and began within [t0, t1],
- * wherever and whenever it ran; among the records flushed so far
- * (engine_probe_flush, which returns 0 if CUPTI failed). Returns 0 when
- * nothing is known. */
+/* For the tools that are preloaded into a program (tools/whatran,
+ * tools/gaps) and must not wait for the GPU: every kernel and copy
+ * flushed so far (engine_probe_flush, which returns 0 if CUPTI failed),
+ * each with the CUDA call (runtime or driver API) that launched it: its
+ * thread (engine_probe_thread's number) and host times. *out is a
+ * malloc'd array (free it); the names stay valid until engine_probe_stop.
+ * Returns how many. */
+enum engine_what { ENGINE_KERNEL, ENGINE_DEVICE_COPY, ENGINE_HOST_COPY };
+typedef struct engine_piece {
+  enum engine_what what;
+  const char *name;    /* a kernel's, unmangled; else "?" */
+  uint32_t device;
+  uint64_t start, end; /* on the GPU, CUPTI's clock (ns) */
+  uint32_t thread;     /* the launching call's thread; 0 if not recorded */
+  uint32_t launch;     /* the launching call's correlation id */
+  uint64_t launch_start, launch_end; /* the launching call, on the host */
+  int graph;           /* that call was a graph launch */
+} engine_piece;
 int engine_probe_flush(void);
 uint32_t engine_probe_thread(void);
-int engine_probe_launched(uint32_t thread, uint64_t t0, uint64_t t1,
-                          engine_work *w);
+size_t engine_probe_pieces(engine_piece **out);
+/* Counts a piece into *w as engine_probe_collect does. */
+void engine_work_add(engine_work *w, const engine_piece *p);
 
 #endif

@@ -22,7 +22,7 @@ enum work_kind { KERNEL, DEVICE_COPY, HOST_COPY };
 
 typedef struct record {
   uint32_t device;
-  uint64_t start;
+  uint64_t start, end;
   uint32_t correlation;
   enum work_kind kind;
   int name; /* kernels: index into names[], else -1 */
@@ -30,8 +30,9 @@ typedef struct record {
 
 typedef struct launch {
   uint32_t correlation;
-  uint32_t thread; /* kernel thread id (CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM) */
-  uint64_t start;  /* when the API call began */
+  uint32_t thread;     /* kernel thread id (CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM) */
+  uint64_t start, end; /* the API call, on the host */
+  int graph;           /* a graph launch (cuGraphLaunch, cudaGraphLaunch) */
 } launch;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -41,6 +42,7 @@ static launch *launches;
 static size_t nlaunches, launch_capacity;
 static char (*names)[64]; /* kernel names seen, each once */
 static size_t nnames, names_capacity;
+static size_t sorted_launches; /* launches[0..sorted_launches) are sorted */
 static int users;  /* nesting count of engine_probe_start */
 static int broken; /* CUPTI failed once: stop trying */
 
@@ -69,11 +71,11 @@ static int grow(void **array, size_t *capacity, size_t used, size_t size)
   return 1;
 }
 
-static void keep(uint32_t device, uint64_t start, uint32_t correlation,
-                 enum work_kind kind, int name)
+static void keep(uint32_t device, uint64_t start, uint64_t end,
+                 uint32_t correlation, enum work_kind kind, int name)
 {
   if (grow((void **)&records, &capacity, nrecords, sizeof *records))
-    records[nrecords++] = (record){device, start, correlation, kind, name};
+    records[nrecords++] = (record){device, start, end, correlation, kind, name};
 }
 
 /* The index of a kernel's name in names[], added if new; -1 if out of
@@ -113,10 +115,17 @@ static enum work_kind copy_kind(uint8_t kind)
              : HOST_COPY;
 }
 
-static void keep_launch(uint32_t correlation, uint32_t thread, uint64_t start)
+static void keep_launch(const CUpti_ActivityAPI *a)
 {
+  int graph = a->kind == CUPTI_ACTIVITY_KIND_DRIVER
+                  ? a->cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch ||
+                        a->cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz
+                  : a->cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000 ||
+                        a->cbid ==
+                            CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000;
   if (grow((void **)&launches, &launch_capacity, nlaunches, sizeof *launches))
-    launches[nlaunches++] = (launch){correlation, thread, start};
+    launches[nlaunches++] =
+        (launch){a->correlationId, a->threadId, a->start, a->end, graph};
 }
 
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
@@ -131,18 +140,18 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
   while (cuptiActivityGetNextRecord(buffer, valid, &r) == CUPTI_SUCCESS) {
     if (r->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
       const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)r;
-      keep(k->deviceId, k->start, k->correlationId, KERNEL,
+      keep(k->deviceId, k->start, k->end, k->correlationId, KERNEL,
            name_index(k->name));
     } else if (r->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
       const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)r;
-      keep(m->deviceId, m->start, m->correlationId, copy_kind(m->copyKind), -1);
+      keep(m->deviceId, m->start, m->end, m->correlationId,
+           copy_kind(m->copyKind), -1);
     } else if (r->kind == CUPTI_ACTIVITY_KIND_MEMCPY2) {
       const CUpti_ActivityMemcpyPtoP4 *m = (const CUpti_ActivityMemcpyPtoP4 *)r;
-      keep(m->deviceId, m->start, m->correlationId, DEVICE_COPY, -1);
+      keep(m->deviceId, m->start, m->end, m->correlationId, DEVICE_COPY, -1);
     } else if (r->kind == CUPTI_ACTIVITY_KIND_DRIVER ||
                r->kind == CUPTI_ACTIVITY_KIND_RUNTIME) {
-      const CUpti_ActivityAPI *a = (const CUpti_ActivityAPI *)r;
-      keep_launch(a->correlationId, a->threadId, a->start);
+      keep_launch((const CUpti_ActivityAPI *)r);
     }
   }
   pthread_mutex_unlock(&lock);
@@ -204,7 +213,7 @@ void engine_probe_stop(void)
       WATCHED(res, cuptiActivityDisable(kinds[i]));
     /* No one collects now: what was recorded is read by no one, and kept
      * it would make every later collection scan it again. */
-    nrecords = nlaunches = 0;
+    nrecords = nlaunches = sorted_launches = 0;
   }
   (void)res; /* a kind left enabled only costs records no one reads */
   pthread_mutex_unlock(&lock);
@@ -223,31 +232,34 @@ uint64_t engine_probe_now(void)
   return failed(res, "cuptiGetTimestamp") ? 0 : t;
 }
 
-/* The API call with this correlation id, or NULL. */
+/* The API call with this correlation id, or NULL: launches[] sorted by
+ * correlation id first (sort_launches), since there may be many. */
+static int by_correlation(const void *x, const void *y)
+{
+  uint32_t a = ((const launch *)x)->correlation, b = ((const launch *)y)->correlation;
+  return (a > b) - (a < b);
+}
+static void sort_launches(void)
+{
+  if (sorted_launches != nlaunches)
+    qsort(launches, nlaunches, sizeof *launches, by_correlation);
+  sorted_launches = nlaunches;
+}
 static const launch *launch_of(uint32_t correlation)
 {
-  for (size_t i = nlaunches; i-- > 0;)
-    if (launches[i].correlation == correlation)
-      return &launches[i];
-  return NULL;
+  launch key = {.correlation = correlation};
+  return bsearch(&key, launches, sorted_launches, sizeof *launches,
+                 by_correlation);
 }
 
 /* Adds record r to *w. */
 static void count(const record *r, engine_work *w)
 {
-  if (r->kind == DEVICE_COPY)
-    w->copies++;
-  else if (r->kind == HOST_COPY)
-    w->host_copies++;
-  else {
-    w->kernels++;
-    const char *name = r->name >= 0 ? names[r->name] : "?";
-    int seen = 0;
-    for (int n = 0; n < w->nnames && !seen; n++)
-      seen = strcmp(w->names[n], name) == 0;
-    if (!seen && w->nnames < ENGINE_MAX_NAMES)
-      snprintf(w->names[w->nnames++], sizeof w->names[0], "%s", name);
-  }
+  engine_piece p = {.what = r->kind == KERNEL        ? ENGINE_KERNEL
+                            : r->kind == DEVICE_COPY ? ENGINE_DEVICE_COPY
+                                                     : ENGINE_HOST_COPY,
+                    .name = r->name >= 0 ? names[r->name] : "?"};
+  engine_work_add(w, &p);
 }
 
 int engine_probe_flush(void)
@@ -268,6 +280,7 @@ int engine_probe_collect(int device, uint64_t t0, uint64_t t1, engine_work *w)
     return 0;
   uint32_t me = engine_probe_thread();
   pthread_mutex_lock(&lock);
+  sort_launches();
   for (size_t i = 0; i < nrecords; i++) {
     const record *r = &records[i];
     const launch *l = launch_of(r->correlation);
@@ -279,20 +292,33 @@ int engine_probe_collect(int device, uint64_t t0, uint64_t t1, engine_work *w)
   return 1;
 }
 
-int engine_probe_launched(uint32_t thread, uint64_t t0, uint64_t t1,
-                          engine_work *w)
+size_t engine_probe_pieces(engine_piece **out)
 {
-  memset(w, 0, sizeof *w);
-  if (t0 == 0 || t1 == 0)
-    return 0;
+  *out = NULL;
   pthread_mutex_lock(&lock);
-  for (size_t i = 0; i < nrecords; i++) {
-    const launch *l = launch_of(records[i].correlation);
-    if (l != NULL && l->thread == thread && l->start >= t0 && l->start <= t1)
-      count(&records[i], w);
+  sort_launches();
+  engine_piece *p = nrecords ? calloc(nrecords, sizeof *p) : NULL;
+  size_t n = 0;
+  for (size_t i = 0; p != NULL && i < nrecords; i++) {
+    const record *r = &records[i];
+    const launch *l = launch_of(r->correlation);
+    p[n++] = (engine_piece){
+        .what = r->kind == KERNEL        ? ENGINE_KERNEL
+                : r->kind == DEVICE_COPY ? ENGINE_DEVICE_COPY
+                                         : ENGINE_HOST_COPY,
+        .name = r->kind == KERNEL && r->name >= 0 ? names[r->name] : "?",
+        .device = r->device,
+        .start = r->start,
+        .end = r->end,
+        .thread = l ? l->thread : 0,
+        .launch = r->correlation,
+        .launch_start = l ? l->start : 0,
+        .launch_end = l ? l->end : 0,
+        .graph = l ? l->graph : 0};
   }
   pthread_mutex_unlock(&lock);
-  return 1;
+  *out = p;
+  return n;
 }
 
 #else /* built without CUPTI */
@@ -314,13 +340,25 @@ int engine_probe_collect(int device, uint64_t t0, uint64_t t1, engine_work *w)
   memset(w, 0, sizeof *w);
   return 0;
 }
-int engine_probe_launched(uint32_t thread, uint64_t t0, uint64_t t1,
-                          engine_work *w)
+size_t engine_probe_pieces(engine_piece **out)
 {
-  (void)thread;
-  (void)t0;
-  (void)t1;
-  memset(w, 0, sizeof *w);
+  *out = NULL;
   return 0;
 }
 #endif
+
+void engine_work_add(engine_work *w, const engine_piece *p)
+{
+  if (p->what == ENGINE_DEVICE_COPY)
+    w->copies++;
+  else if (p->what == ENGINE_HOST_COPY)
+    w->host_copies++;
+  else {
+    w->kernels++;
+    int seen = 0;
+    for (int n = 0; n < w->nnames && !seen; n++)
+      seen = strcmp(w->names[n], p->name) == 0;
+    if (!seen && w->nnames < ENGINE_MAX_NAMES)
+      snprintf(w->names[w->nnames++], sizeof w->names[0], "%s", p->name);
+  }
+}

@@ -105,18 +105,33 @@ static void keep(const sim_record *r)
 
 /* ------------------------------------------------ the simulation's hooks */
 
+static _Thread_local int in_graph_launch;
+static _Thread_local uint32_t graph_correlation;
+
+void cupti_graph_launch(int begin)
+{
+  in_graph_launch = begin;
+  graph_correlation = 0;
+}
+
 uint32_t cupti_launch(void)
 {
   if (!is_enabled(CUPTI_ACTIVITY_KIND_RUNTIME))
     return 0;
+  if (in_graph_launch && graph_correlation != 0)
+    return graph_correlation;
   sim_record r;
   memset(&r, 0, sizeof r);
   r.api.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+  if (in_graph_launch)
+    r.api.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000;
   r.api.correlationId = __atomic_fetch_add(&next_correlation, 1,
                                            __ATOMIC_RELAXED);
   r.api.threadId = (uint32_t)syscall(SYS_gettid);
   r.api.start = r.api.end = now_ns();
   keep(&r);
+  if (in_graph_launch)
+    graph_correlation = r.api.correlationId;
   return r.api.correlationId;
 }
 

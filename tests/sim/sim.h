@@ -300,6 +300,10 @@ void run_collective(const sim_node *node);
  * correlation id; 0 when CUPTI records nothing); the records of a copy
  * (copy_kind: CUpti_ActivityMemcpyKind) or of a collective, when it runs. */
 uint32_t cupti_launch(void) __attribute__((weak));
+/* Between cupti_graph_launch(1) and (0) the calling thread launches a
+ * graph: its work shares one API record, a cudaGraphLaunch's, as CUDA's
+ * records of a replay do. */
+void cupti_graph_launch(int begin) __attribute__((weak));
 void cupti_copy(uint32_t correlation, int device, int copy_kind,
                 size_t bytes) __attribute__((weak));
 void cupti_collective(uint32_t correlation, const sim_node *node)

@@ -297,18 +297,20 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream)
     return cudaErrorInvalidValue;
   if (env_long("SIM_REPLAYS_DO_NOTHING", 0) != 0)
     return cudaSuccess; /* a broken replay: runs nothing, says nothing */
-  for (size_t i = 0; i < exec->n; i++) {
+  if (cupti_graph_launch != NULL)
+    cupti_graph_launch(1);
+  ncclResult_t res = ncclSuccess;
+  for (size_t i = 0; i < exec->n && res == ncclSuccess; i++) {
     const sim_node *n = &exec->nodes[i];
-    ncclResult_t res =
-        n->allgather
-            ? ncclAllGather(n->send, n->recv, n->count, n->type, n->comm,
-                            stream)
-            : ncclAllReduce(n->send, n->recv, n->count, n->type, n->op,
-                            n->comm, stream);
-    if (res != ncclSuccess)
-      return cudaErrorLaunchFailure;
+    res = n->allgather
+              ? ncclAllGather(n->send, n->recv, n->count, n->type, n->comm,
+                              stream)
+              : ncclAllReduce(n->send, n->recv, n->count, n->type, n->op,
+                              n->comm, stream);
   }
-  return cudaSuccess;
+  if (cupti_graph_launch != NULL)
+    cupti_graph_launch(0);
+  return res == ncclSuccess ? cudaSuccess : cudaErrorLaunchFailure;
 }
 
 cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t exec, cudaStream_t stream)

@@ -81,3 +81,28 @@ if begin whatran/lean-mpi/allgather_ce-cupti-fails-on-rank-1 && mpi_cases "$name
   no_violation
   end
 fi
+# tools/libgaps.so reads CUPTI with the same reader: on the same program,
+# every kernel is tied to its call (2 ranks x 3 eager calls, and 2 x 2
+# replays, each one kernel on the simulation), and the replays are calls
+# of their own.
+if begin tools/gaps-on-the-simulation; then
+  need whatran-programs
+  SIM_DIR=$TMPDIR run "$S/other_style"
+  plain_status=$status
+  cp "$f.out" "$f.plain"
+  rm -f "$f.gaps"
+  LD_PRELOAD="$S/libgaps.so" GAPS_OUT="$f.gaps" SIM_DIR="$TMPDIR" run "$S/other_style"
+  want_status 0
+  unchanged
+  grep -q "^gaps: cuGraphLaunch: calls 4 (with GPU work 4): .* kernels/call 1.00 copies/call 0.00$" "$f.gaps" ||
+    why+="no line for the 4 graph replays, each with one kernel; "
+  [ "$(grep -c "^gaps: AllReduce count 1024 .*: calls 2 (with GPU work 1): .* kernels/call 1.00 " "$f.gaps")" = 2 ] ||
+    why+="wanted 2 lines (a rank each) for the eager and the captured AllReduce; "
+  [ "$(grep -c "^gaps: AllGather count 1024 .*: calls 1 (with GPU work 1): " "$f.gaps")" = 2 ] ||
+    why+="wanted 2 lines for the AllGather; "
+  grep -q "^gaps: 0 kernels or copies tied to no call; 10 records$" "$f.gaps" ||
+    why+="$(tail -n 1 "$f.gaps"), wanted 0 untied of 10; "
+  no_violation
+  end
+fi
+

@@ -7,10 +7,11 @@
  *
  * It wraps ncclAllReduce and ncclAllGather (the host time of each call:
  * NCCL's launch cost) and reads CUPTI's activity records of the kernels and
- * copies the GPU ran, each tied to the call that launched it: the wrapper
- * pushes an external correlation id (the call's number) around the call,
- * and CUPTI ties it to every driver call made inside. A CUDA graph replay
- * (cuGraphLaunch) counts as one call of its own. At exit it appends to
+ * copies the GPU ran with the instruments' reader (instruments/src/
+ * engine.c), each tied to the call that launched it: the CUDA call that
+ * launched it was made by the same thread during the NCCL call. A CUDA
+ * graph replay (cuGraphLaunch) counts as one call of its own. At exit it
+ * appends to
  * FILE (stderr without GAPS_OUT) one line per kind of call (collective,
  * element count, communicator and buffers; with GAPS_KEY=size, whether in
  * place instead of the buffers, for a harness that moves its buffers from
@@ -31,10 +32,11 @@
  * CUPTI records every driver call while it is loaded, which adds host time
  * to each launch: compare harnesses with it, not with their own times.
  *
- * On one H200 (NCCL 2.30.7, CUDA 13.0, driver 580.159.04) the host times
- * were measured, but no kernel or copy record was tied to a call: the GPU
- * columns then read "not measured", and the last line says how many
- * records were left untied.
+ * On one H200 (NCCL 2.30.7, CUDA 13.0, driver 580.159.04) an earlier
+ * version, which tied records to calls through CUPTI's external correlation
+ * ids, measured the host times but tied no kernel or copy record to a
+ * call; the GPU columns then read "not measured", and the last line says
+ * how many records were left untied.
  * A value of -1 means no call had one. A measuring tool beside the suite;
  * without a GPU (or CUPTI) it says so and gives host times only. Not part
  * of the lessons. Built by `make -C tools gaps`.
@@ -48,15 +50,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
-#include <cupti.h>
 #include <nccl.h>
+
+#include "engine.h"
 
 /* One call: a wrapped NCCL collective or a graph replay. */
 typedef struct call {
-  uint64_t id;              /* 1, 2, ...: the external correlation id */
+  uint64_t id;              /* 1, 2, ...: its number */
   int kind;                 /* index into kinds[] */
   uint32_t thread;          /* system thread id */
   uint64_t begin, end;      /* host, CUPTI clock (ns) */
@@ -69,21 +71,11 @@ typedef struct kind {
   char text[160];
 } kind;
 
-/* A driver-API record (to tie work to a call) or a piece of GPU work. */
-typedef struct record {
-  uint32_t correlation, thread;
-  uint64_t start, end;
-  int work; /* 0: API call, 1: kernel, 2: copy, 3: a graph launch,
-               4: an external correlation (start holds the call's id) */
-} record;
-
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static call *calls;
 static size_t ncalls, calls_cap;
 static kind *kinds;
 static size_t nkinds, kinds_cap;
-static record *records;
-static size_t nrecords, records_cap;
 static int cupti_ok, exit_registered;
 
 static int grow(void **array, size_t *cap, size_t used, size_t size)
@@ -99,79 +91,7 @@ static int grow(void **array, size_t *cap, size_t used, size_t size)
   return 1;
 }
 
-static uint64_t now(void)
-{
-  uint64_t t = 0;
-  cuptiGetTimestamp(&t);
-  return t;
-}
-
-/* ------------------------------------------------------- CUPTI records */
-
-static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size,
-                                      size_t *max_records)
-{
-  *buffer = aligned_alloc(8, 8 << 20);
-  *size = *buffer ? 8 << 20 : 0;
-  *max_records = 0;
-}
-
-static void keep(record r)
-{
-  if (grow((void **)&records, &records_cap, nrecords, sizeof *records))
-    records[nrecords++] = r;
-}
-
-static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
-                                      uint8_t *buffer, size_t size,
-                                      size_t valid)
-{
-  (void)ctx;
-  (void)stream;
-  (void)size;
-  CUpti_Activity *a = NULL;
-  pthread_mutex_lock(&lock);
-  while (cuptiActivityGetNextRecord(buffer, valid, &a) == CUPTI_SUCCESS) {
-    if (a->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
-      const CUpti_ActivityKernel10 *k = (const void *)a;
-      keep((record){k->correlationId, 0, k->start, k->end, 1});
-    } else if (a->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
-      const CUpti_ActivityMemcpy6 *m = (const void *)a;
-      keep((record){m->correlationId, 0, m->start, m->end, 2});
-    } else if (a->kind == CUPTI_ACTIVITY_KIND_MEMCPY2) {
-      const CUpti_ActivityMemcpyPtoP4 *m = (const void *)a;
-      keep((record){m->correlationId, 0, m->start, m->end, 2});
-    } else if (a->kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) {
-      const CUpti_ActivityExternalCorrelation *e = (const void *)a;
-      if (e->externalKind == CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0)
-        keep((record){e->correlationId, 0, e->externalId, 0, 4});
-    } else if (a->kind == CUPTI_ACTIVITY_KIND_DRIVER) {
-      const CUpti_ActivityAPI *d = (const void *)a;
-      int graph = d->cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch ||
-                  d->cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz;
-      keep((record){d->correlationId, d->threadId, d->start, d->end,
-                    graph ? 3 : 0});
-    }
-  }
-  pthread_mutex_unlock(&lock);
-  free(buffer);
-}
-
-__attribute__((constructor)) static void start(void)
-{
-  static const CUpti_ActivityKind wanted[] = {
-      CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-      CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_DRIVER,
-      CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
-  int ok = cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM) ==
-               CUPTI_SUCCESS &&
-           cuptiActivityRegisterCallbacks(buffer_requested,
-                                          buffer_completed) == CUPTI_SUCCESS;
-  for (size_t i = 0; ok && i < sizeof wanted / sizeof *wanted; i++)
-    ok = cuptiActivityEnable(wanted[i]) == CUPTI_SUCCESS;
-  cupti_ok = ok; /* said at the first NCCL call: not every process of a
-                    job (mpirun, a shell) makes one */
-}
+static uint64_t now(void) { return cupti_ok ? engine_probe_now() : 0; }
 
 /* ----------------------------------------------------------- the report */
 
@@ -205,66 +125,79 @@ static double mean(const double *v, size_t n)
   return n ? sum / n : -1;
 }
 
+static int by_launch(const void *a, const void *b)
+{
+  uint32_t x = ((const engine_piece *)a)->launch,
+           y = ((const engine_piece *)b)->launch;
+  return (x > y) - (x < y);
+}
+
+/* Adds a piece of GPU work to call k. */
+static void add_work(call *k, const engine_piece *e)
+{
+  k->first = e->start < k->first ? e->start : k->first;
+  k->last = e->end > k->last ? e->end : k->last;
+  k->busy += e->end - e->start;
+  *(e->what == ENGINE_KERNEL ? &k->kernels : &k->copies) += 1;
+}
+
 static void report(void)
 {
-  if (cupti_ok)
-    cuptiActivityFlushAll(1);
+  engine_piece *pieces = NULL;
+  size_t npieces = cupti_ok && engine_probe_flush()
+                       ? engine_probe_pieces(&pieces)
+                       : 0;
   pthread_mutex_lock(&lock);
-  /* Graph replays become calls of their own kind. */
+  /* Graph replays become calls of their own kind, one per launch. */
+  qsort(pieces, npieces, sizeof *pieces, by_launch);
   int graph_kind = -1;
-  for (size_t i = 0; i < nrecords; i++) {
-    if (records[i].work != 3)
+  for (size_t i = 0; i < npieces; i++) {
+    const engine_piece *e = &pieces[i];
+    if (!e->graph)
       continue;
+    int same = i > 0 && pieces[i - 1].graph && pieces[i - 1].launch == e->launch;
     if (graph_kind < 0 &&
         grow((void **)&kinds, &kinds_cap, nkinds, sizeof *kinds)) {
       snprintf(kinds[nkinds].text, sizeof kinds->text, "cuGraphLaunch");
       graph_kind = (int)nkinds++;
     }
-    if (graph_kind >= 0 &&
+    if (!same && graph_kind >= 0 &&
         grow((void **)&calls, &calls_cap, ncalls, sizeof *calls)) {
-      calls[ncalls] = (call){ncalls + 1, graph_kind, records[i].thread,
-                             records[i].start, records[i].end, UINT64_MAX,
+      calls[ncalls] = (call){ncalls + 1, graph_kind, e->thread,
+                             e->launch_start, e->launch_end, UINT64_MAX,
                              0, 0, 0, 0};
-      records[i].start = ++ncalls; /* its kernels belong to this call */
+      ncalls++;
     }
+    if (graph_kind >= 0 && ncalls > 0)
+      add_work(&calls[ncalls - 1], e);
   }
-  size_t nids = ncalls;
   qsort(calls, ncalls, sizeof *calls, by_thread_then_begin);
-  long *at = calloc(nids + 1, sizeof *at); /* call id -> index + 1 */
-  for (size_t i = 0; at && i < ncalls; i++)
-    at[calls[i].id] = (long)i + 1;
-  /* correlation id -> call index + 1: the external correlation records
-   * name the call of each driver call made inside a wrapped one; a graph
-   * launch is its own call. */
-  uint32_t max_corr = 0;
-  for (size_t i = 0; i < nrecords; i++)
-    if (records[i].correlation > max_corr)
-      max_corr = records[i].correlation;
-  long *owner = calloc((size_t)max_corr + 1, sizeof *owner);
+  /* Other work: the call of its launching thread whose host time holds
+   * the launch (calls sorted by thread, then start: a binary search). */
   size_t unowned = 0;
-  for (size_t i = 0; owner && at && i < nrecords; i++)
-    if ((records[i].work == 3 || records[i].work == 4) &&
-        records[i].start >= 1 && records[i].start <= nids)
-      owner[records[i].correlation] = at[records[i].start];
-  if (at == NULL)
-    free(owner), owner = NULL;
-  free(at);
-  for (size_t i = 0; owner && i < nrecords; i++) {
-    const record *r = &records[i];
-    if (r->work != 1 && r->work != 2)
+  for (size_t i = 0; i < npieces; i++) {
+    const engine_piece *e = &pieces[i];
+    if (e->graph)
       continue;
-    long c = owner[r->correlation] - 1;
-    if (c < 0) {
-      unowned++;
-      continue;
+    long lo = 0, hi = (long)ncalls - 1, found = -1;
+    while (lo <= hi) {
+      long mid = (lo + hi) / 2;
+      const call *k = &calls[mid];
+      if (k->thread < e->thread ||
+          (k->thread == e->thread && k->begin <= e->launch_start)) {
+        found = mid;
+        lo = mid + 1;
+      } else {
+        hi = mid - 1;
+      }
     }
-    call *k = &calls[c];
-    k->first = r->start < k->first ? r->start : k->first;
-    k->last = r->end > k->last ? r->end : k->last;
-    k->busy += r->end - r->start;
-    *(r->work == 1 ? &k->kernels : &k->copies) += 1;
+    call *k = found >= 0 ? &calls[found] : NULL;
+    if (k != NULL && k->thread == e->thread && k->kind != graph_kind &&
+        e->launch_start <= k->end)
+      add_work(k, e);
+    else
+      unowned++;
   }
-  free(owner);
 
   FILE *out = stderr;
   const char *path = getenv("GAPS_OUT");
@@ -317,12 +250,13 @@ static void report(void)
               copies / with_work);
   }
   fprintf(out, "gaps: %zu kernels or copies tied to no call; %zu records\n",
-          unowned, nrecords);
+          unowned, npieces);
   for (int j = 0; j < 6; j++)
     free(v[j]);
   if (out != stderr)
     fclose(out);
   pthread_mutex_unlock(&lock);
+  free(pieces);
 }
 
 /* ------------------------------------------------------ the NCCL calls */
@@ -347,38 +281,33 @@ static int kind_of(const char *name, size_t count, const void *send,
   return (int)nkinds++;
 }
 
-/* Before a wrapped call: its number (its external correlation id), pushed
- * for the calling thread; 0 if it could not be kept. */
+/* Before a wrapped call: its number, 0 if it could not be kept. */
 static uint64_t call_begin(const char *name, size_t count, const void *send,
                            const void *recv, ncclComm_t comm)
 {
-  uint64_t begin = now(), id = 0;
-  uint32_t thread = (uint32_t)syscall(SYS_gettid);
   pthread_mutex_lock(&lock);
   if (!exit_registered) { /* after CUDA's own exit handlers: runs before them */
+    /* CUPTI from the first NCCL call on: not every process of a job
+     * (mpirun, a shell) makes one, and only those should say anything. */
+    cupti_ok = engine_probe_start();
     exit_registered = atexit(report) == 0;
     if (!cupti_ok)
       fprintf(stderr, "gaps: CUPTI could not be set up: no GPU work is"
                       " measured, only the NCCL calls' host times\n");
   }
+  uint64_t begin = now(), id = 0;
+  uint32_t thread = engine_probe_thread();
   int k = kind_of(name, count, send, recv, comm);
   if (k >= 0 && grow((void **)&calls, &calls_cap, ncalls, sizeof *calls)) {
     id = ncalls + 1;
     calls[ncalls++] = (call){id, k, thread, begin, 0, UINT64_MAX, 0, 0, 0, 0};
   }
   pthread_mutex_unlock(&lock);
-  if (id && cupti_ok)
-    cuptiActivityPushExternalCorrelationId(
-        CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id);
   return id;
 }
 
 static void call_end(uint64_t id)
 {
-  uint64_t last = 0;
-  if (id && cupti_ok)
-    cuptiActivityPopExternalCorrelationId(
-        CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
   uint64_t end = now();
   pthread_mutex_lock(&lock);
   if (id)

@@ -29,9 +29,9 @@
  * every call is passed on with its arguments and its result returned.
  * CUPTI failing (or held by a profiler) makes its lines "not measured".
  *
- * Limits: the first MAX_CALLS calls of each communicator are classified
- * (the rest counted); replays of a CUDA graph are seen through
- * cudaGraphLaunch of a dynamically linked CUDA runtime only.
+ * Replays of CUDA graphs are said apart: CUPTI ties their work to the graph
+ * launch, of no one communicator. Limits: the first MAX_CALLS calls of
+ * each communicator are classified (the rest counted).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* dlsym(RTLD_NEXT) */
@@ -99,8 +99,6 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static comm_rec *comms;   /* newest first */
 static int measuring = -1; /* -1: not started; then engine_probe_start's */
 static _Thread_local int group_depth;
-/* CUDA graph replays (cudaGraphLaunch): of no one communicator. */
-static comm_rec replays;
 
 /* Communicators are labelled by their ncclUniqueId: the ranks of one
  * communicator that live in this process get one label. */
@@ -290,15 +288,59 @@ static void cause(const call *k, char *out, size_t size)
     snprintf(out, size, ": no window: %s registered", which);
 }
 
-/* Classifies c's calls (the lock held). */
+/* Calls ordered by thread, then start (for find_call). */
+static const call *sort_base;
+static int by_thread_then_start(const void *x, const void *y)
+{
+  const call *a = &sort_base[*(const int *)x], *b = &sort_base[*(const int *)y];
+  if (a->thread != b->thread)
+    return a->thread < b->thread ? -1 : 1;
+  return (a->t0 > b->t0) - (a->t0 < b->t0);
+}
+
+/* Classifies c's calls (the lock held): each kernel or copy goes to the
+ * call of its launching thread whose time holds the launch (to every call
+ * of a group whose end launched it). */
 static void classify(comm_rec *c)
 {
   int flushed = measuring == 1 && engine_probe_flush();
+  engine_piece *pieces = NULL;
+  size_t npieces = flushed ? engine_probe_pieces(&pieces) : 0;
+  engine_work *work = calloc((size_t)c->ncalls + 1, sizeof *work);
+  int *order = calloc((size_t)c->ncalls + 1, sizeof *order);
+  for (int i = 0; i < c->ncalls; i++)
+    order[i] = i;
+  if (work != NULL && order != NULL) {
+    sort_base = c->calls;
+    qsort(order, (size_t)c->ncalls, sizeof *order, by_thread_then_start);
+    for (size_t p = 0; p < npieces; p++) {
+      const engine_piece *e = &pieces[p];
+      if (e->graph)
+        continue; /* a replay's: see replays_text */
+      int lo = 0, hi = c->ncalls - 1, last = -1; /* last call begun by then */
+      while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        const call *k = &c->calls[order[mid]];
+        if (k->thread < e->thread ||
+            (k->thread == e->thread && k->t0 <= e->launch_start)) {
+          last = mid;
+          lo = mid + 1;
+        } else {
+          hi = mid - 1;
+        }
+      }
+      for (int j = last; j >= 0; j--) {
+        const call *k = &c->calls[order[j]];
+        if (k->thread != e->thread || k->t1 < e->launch_start)
+          break;
+        engine_work_add(&work[order[j]], e);
+      }
+    }
+  }
   for (int i = 0; i < c->ncalls; i++) {
     call *k = &c->calls[i];
-    engine_work w;
-    int known = flushed && engine_probe_launched(k->thread, k->t0, k->t1, &w);
-    k->cls = what_ran_describe(known ? &w : NULL, c->nranks, k->ran,
+    int known = flushed && work != NULL && order != NULL;
+    k->cls = what_ran_describe(known ? &work[i] : NULL, c->nranks, k->ran,
                                sizeof k->ran);
     if (!known)
       snprintf(k->ran, sizeof k->ran, "not measured: %s",
@@ -313,6 +355,9 @@ static void classify(comm_rec *c)
       text_add(k->ran, sizeof k->ran, "%s", why);
     }
   }
+  free(work);
+  free(order);
+  free(pieces);
 }
 
 /* One communicator's outcomes: "AllReduce of 4 KiB to 64 KiB (3 calls): X;
@@ -381,6 +426,52 @@ static void windows_text(const comm_rec *c, char *out, size_t size)
 
 /* ------------------------------------------------------------ at exit */
 
+static int by_launch(const void *x, const void *y)
+{
+  uint32_t a = ((const engine_piece *)x)->launch,
+           b = ((const engine_piece *)y)->launch;
+  return (a > b) - (a < b);
+}
+
+/* Replays of CUDA graphs: the work CUPTI ties to a graph launch
+ * (cuGraphLaunch or cudaGraphLaunch, static or dynamic runtime alike),
+ * each launch described, launches that ran the same said once. */
+static void replays_report(void)
+{
+  if (measuring != 1 || !engine_probe_flush())
+    return;
+  engine_piece *pieces = NULL;
+  size_t n = engine_probe_pieces(&pieces);
+  qsort(pieces, n, sizeof *pieces, by_launch);
+  comm_rec r = {.nranks = 2, /* not one rank's local copy: it is not known */
+                .calls = calloc(MAX_CALLS, sizeof(call))};
+  engine_work w = {0};
+  for (size_t i = 0; r.calls != NULL && i < n; i++) {
+    if (!pieces[i].graph)
+      continue;
+    engine_work_add(&w, &pieces[i]);
+    int last = i + 1 == n || !pieces[i + 1].graph ||
+               pieces[i + 1].launch != pieces[i].launch;
+    if (!last)
+      continue;
+    if (r.ncalls == MAX_CALLS) {
+      r.unrecorded++;
+    } else {
+      call *k = &r.calls[r.ncalls++];
+      k->coll = REPLAY;
+      k->cls = what_ran_describe(&w, r.nranks, k->ran, sizeof k->ran);
+    }
+    memset(&w, 0, sizeof w);
+  }
+  if (r.ncalls > 0) {
+    char text[2 * TEXT];
+    outcomes(&r, text, sizeof text);
+    say("What ran (libwhatran): %s\n", text);
+  }
+  free(r.calls);
+  free(pieces);
+}
+
 static void json_string(FILE *f, const char *s)
 {
   fputc('"', f);
@@ -416,12 +507,7 @@ static void write_json(const comm_rec *c, const char *ran, const char *wins)
 static void report(void)
 {
   pthread_mutex_lock(&lock);
-  if (replays.ncalls > 0) {
-    char text[2 * TEXT];
-    classify(&replays);
-    outcomes(&replays, text, sizeof text);
-    say("What ran (libwhatran): %s\n", text);
-  }
+  replays_report();
   int n = 0;
   for (comm_rec *c = comms; c; c = c->next, n++)
     if (!c->done)
@@ -485,45 +571,6 @@ static void start_measuring(void)
 }
 
 /* ------------------------------------------------------ the wrappers */
-
-/* A replay of a CUDA graph: its kernels are launched here, not in the NCCL
- * call that was captured. */
-static void note_replay(uint64_t t0, uint64_t t1)
-{
-  pthread_mutex_lock(&lock);
-  if (replays.calls == NULL) {
-    replays.calls = calloc(MAX_CALLS, sizeof *replays.calls);
-    replays.nranks = 2; /* not one rank's local copy: it is not known */
-  }
-  if (replays.calls != NULL && replays.ncalls < MAX_CALLS)
-    replays.calls[replays.ncalls++] =
-        (call){.coll = REPLAY, .thread = engine_probe_thread(), .t0 = t0,
-               .t1 = t1, .send_in = 1, .recv_in = 1};
-  else
-    replays.unrecorded++;
-  pthread_mutex_unlock(&lock);
-}
-
-/* Both entry points: programs built with per-thread default streams call
- * the second (this file is built without them). */
-cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream)
-{
-  NEXT(cudaGraphLaunch);
-  uint64_t t0 = now();
-  cudaError_t res = next_fn(exec, stream);
-  note_replay(t0, now());
-  return res;
-}
-
-cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t exec, cudaStream_t stream);
-cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t exec, cudaStream_t stream)
-{
-  NEXT(cudaGraphLaunch_ptsz);
-  uint64_t t0 = now();
-  cudaError_t res = next_fn(exec, stream);
-  note_replay(t0, now());
-  return res;
-}
 
 ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id,
                               int rank)
