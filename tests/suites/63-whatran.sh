@@ -33,9 +33,21 @@ unchanged() {
 }
 
 if begin whatran/other-style-program; then
-  preloaded -- "$S/other_style"
+  rm -f "$f.json"
+  preloaded WHATRAN_JSON="$f.json" -- "$S/other_style"
   want_status 0
   unchanged
+  # WHATRAN_JSON: an object per rank and communicator, the same words.
+  python3 - "$f.json" >"$f.check" 2>&1 <<'PY' || why+="$(head -n 1 "$f.check"); "
+import json, sys
+objs = [json.loads(line) for line in open(sys.argv[1])]
+got = sorted((o["communicator"], o["rank"], o["ranks"]) for o in objs)
+if got != [(1, 0, 2), (1, 1, 2), (2, 0, 2), (2, 1, 2)]:
+    sys.exit(f"WHATRAN_JSON objects {got}, wanted communicators 1 and 2, ranks 0 and 1 of 2")
+two = [o for o in objs if o["communicator"] == 2]
+if not all("no window: the output buffer is not registered" in o["ran"] and o["windows"] == "1 window registered (8 KiB)" for o in two):
+    sys.exit(f"communicator 2's objects say {two[0]}")
+PY
   want_err "What ran (libwhatran): communicator 1, 2 ranks, ranks 0-1: AllReduce of 4 KiB (1 call): NCCL's symmetric kernel AllReduce_AGxLL_R_sum_f32; AllReduce of 4 KiB (1 call): captured into a CUDA graph: its work runs at each replay; 2 windows registered (4 KiB, 4 KiB)"
   want_err "What ran (libwhatran): communicator 2, 2 ranks, ranks 0-1: AllGather of 8 KiB (1 call): NCCL's regular kernels of the RING family (no symmetric kernel): no window: the input buffer is not registered; AllReduce of 4 KiB (1 call): NCCL's regular kernels of the RING family (no symmetric kernel): no window: the output buffer is not registered; 1 window registered (8 KiB)"
   want_err "What ran (libwhatran): CUDA graph replays (4 launches): NCCL's symmetric kernel AllReduce_AGxLL_R_sum_f32"

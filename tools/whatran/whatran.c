@@ -198,9 +198,12 @@ static void add_comm(ncclComm_t comm, int label, int rank, int nranks)
 /* A communicator just made: its rank and size from NCCL. */
 static void note_comm(ncclComm_t comm, int label)
 {
-  int rank = -1, nranks = 0;
-  ncclCommUserRank(comm, &rank);
-  ncclCommCount(comm, &nranks);
+  int rank = -1, nranks = 0; /* not yet known while a non-blocking init
+                                 is in progress: asked again at its first
+                                 collective */
+  if (ncclCommUserRank(comm, &rank) != ncclSuccess ||
+      ncclCommCount(comm, &nranks) != ncclSuccess)
+    rank = -1;
   pthread_mutex_lock(&lock);
   if (find(comm) == NULL)
     add_comm(comm, label, rank, nranks);
@@ -235,6 +238,10 @@ static void note_call(ncclComm_t comm, enum coll coll, const void *send,
     capture = cudaStreamCaptureStatusNone;
   pthread_mutex_lock(&lock);
   comm_rec *c = find(comm);
+  if (c != NULL && c->rank < 0) { /* a non-blocking init was in progress */
+    ncclCommUserRank(comm, &c->rank);
+    ncclCommCount(comm, &c->nranks);
+  }
   if (c != NULL && c->ncalls == MAX_CALLS)
     c->unrecorded++;
   else if (c != NULL) {
