@@ -117,4 +117,16 @@ if begin tools/gaps-on-the-simulation; then
   no_violation
   end
 fi
+# A program that opens NCCL itself and calls it through that handle (as a
+# Python binding may): the preload sees no call, changes nothing, and says
+# that it saw none although NCCL is loaded.
+if command -v python3 >/dev/null && begin whatran/python-standin-opens-nccl-itself; then
+  preloaded -- python3 tests/whatran/python_standin.py "$S/libncclsim.so"
+  want_status 0
+  unchanged
+  want_out "both ranks done"
+  want_err "What ran (libwhatran): NCCL is loaded in this process, but no call to it went through this library"
+  no_violation
+  end
+fi
 

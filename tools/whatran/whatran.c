@@ -37,6 +37,7 @@
 #define _GNU_SOURCE /* dlsym(RTLD_NEXT) */
 #endif
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -563,6 +564,35 @@ static void report(void)
   if (measuring == 1)
     engine_probe_stop();
 }
+
+/* dl_iterate_phdr: is a library named like NCCL's loaded? */
+static int nccl_library(struct dl_phdr_info *info, size_t size, void *found)
+{
+  (void)size;
+  const char *slash = strrchr(info->dlpi_name, '/');
+  const char *base = slash ? slash + 1 : info->dlpi_name;
+  if (strncmp(base, "libnccl", 7) == 0)
+    *(int *)found = 1;
+  return 0;
+}
+
+/* At exit, where no communicator was seen: if NCCL is loaded all the same,
+ * the program called it past this library (through a handle of its own,
+ * as a Python binding that opens libnccl.so itself does), and says so.
+ * Registered at load: it touches no CUDA. */
+static void bypassed(void)
+{
+  int found = 0;
+  if (comms == NULL)
+    dl_iterate_phdr(nccl_library, &found);
+  if (found)
+    say("What ran (libwhatran): NCCL is loaded in this process, but no call"
+        " to it went through this library: the program reaches NCCL through"
+        " a handle of its own (as a Python binding that opens libnccl.so"
+        " itself does), and nothing can be said of its communicators\n");
+}
+
+__attribute__((constructor)) static void loaded(void) { atexit(bypassed); }
 
 static void start_measuring(void)
 {
