@@ -299,6 +299,10 @@ void run_collective(const sim_node *node);
  * record for a call that queues work, by the calling thread (its
  * correlation id; 0 when CUPTI records nothing); the records of a copy
  * (copy_kind: CUpti_ActivityMemcpyKind) or of a collective, when it runs. */
+/* Whether the calling thread is inside ncclGroupStart/ncclGroupEnd
+ * (windows.c). */
+int in_group(void);
+
 uint32_t cupti_launch(void) __attribute__((weak));
 /* Between cupti_graph_launch(1) and (0) the calling thread launches a
  * graph: its work shares one API record, a cudaGraphLaunch's, as CUDA's

@@ -217,6 +217,8 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size,
   return ncclSuccess;
 }
 
+int in_group(void) { return group_depth > 0; }
+
 ncclResult_t ncclGroupStart(void)
 {
   group_depth++;

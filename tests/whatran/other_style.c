@@ -4,8 +4,9 @@
  *   communicator 1: an AllReduce with both buffers in windows, then the
  *                   same AllReduce captured into a CUDA graph, replayed
  *                   twice
- *   communicator 2: an AllGather with only its output in a window, and an
- *                   AllReduce with only its input in one
+ *   communicator 2: made inside a group; an AllGather inside a group with
+ *                   only its output in a window, and an AllReduce with
+ *                   only its input in one
  * With the argument "no-windows" it registers nothing. It prints one line
  * per rank, in rank order; its output must not change under the preload. */
 #include <pthread.h>
@@ -27,7 +28,9 @@ static void *rank_main(void *arg)
   cudaSetDevice(rank);
   ncclComm_t one, two;
   bad |= ncclCommInitRank(&one, 2, ids[0], rank) != ncclSuccess;
+  ncclGroupStart(); /* its rank is known only after the group */
   bad |= ncclCommInitRank(&two, 2, ids[1], rank) != ncclSuccess;
+  ncclGroupEnd();
   cudaStream_t s;
   cudaStreamCreate(&s);
   float *x, *y, *z;
@@ -43,7 +46,9 @@ static void *rank_main(void *arg)
     ncclCommWindowRegister(two, y, 2 * N * sizeof(float), &wy, NCCL_WIN_COLL_SYMMETRIC);
   }
   bad |= ncclAllReduce(x, z, N, ncclFloat, ncclSum, one, s) != ncclSuccess;
+  ncclGroupStart(); /* as nccl-tests does with several GPUs a process */
   bad |= ncclAllGather(x, y, N, ncclFloat, two, s) != ncclSuccess;
+  ncclGroupEnd();
   bad |= ncclAllReduce(y, z, N, ncclFloat, ncclSum, two, s) != ncclSuccess;
 
   cudaGraph_t graph;

@@ -196,19 +196,53 @@ static void add_comm(ncclComm_t comm, int label, int rank, int nranks)
   comms = c;
 }
 
-/* A communicator just made: its rank and size from NCCL. */
+/* Asks NCCL for c's rank and size once the communicator is ready: not
+ * while an operation is in progress, inside a group for one (NCCL 2.30.7's
+ * ncclCommUserRank then fails and warns, src/init.cc ncclCommEnsureReady);
+ * ncclCommGetAsyncError says when (the lock held). */
+static void settle(comm_rec *c)
+{
+  ncclResult_t state = ncclInProgress;
+  if (c->rank >= 0 || ncclCommGetAsyncError(c->comm, &state) != ncclSuccess)
+    return;
+  if (state != ncclSuccess)
+    return; /* inside a group, or a non-blocking init still running */
+  int rank = -1, nranks = 0;
+  if (ncclCommUserRank(c->comm, &rank) == ncclSuccess &&
+      ncclCommCount(c->comm, &nranks) == ncclSuccess) {
+    c->rank = rank;
+    c->nranks = nranks;
+  }
+}
+
+static void settle_all(void)
+{
+  for (comm_rec *c = comms; c; c = c->next)
+    if (!c->done)
+      settle(c);
+}
+
+/* A communicator just made: its rank and size from NCCL, now or (inside a
+ * group, or while a non-blocking init runs) later. */
 static void note_comm(ncclComm_t comm, int label)
 {
-  int rank = -1, nranks = 0; /* not yet known while a non-blocking init
-                                 is in progress: asked again at its first
-                                 collective */
-  if (ncclCommUserRank(comm, &rank) != ncclSuccess ||
-      ncclCommCount(comm, &nranks) != ncclSuccess)
-    rank = -1;
   pthread_mutex_lock(&lock);
   if (find(comm) == NULL)
-    add_comm(comm, label, rank, nranks);
+    add_comm(comm, label, -1, 0);
+  comm_rec *c = find(comm);
+  if (c != NULL)
+    settle(c);
   pthread_mutex_unlock(&lock);
+}
+
+/* The size of comm as far as known, else 0: no NCCL call. */
+static int size_of(ncclComm_t comm)
+{
+  pthread_mutex_lock(&lock);
+  comm_rec *c = find(comm);
+  int n = c ? c->nranks : 0;
+  pthread_mutex_unlock(&lock);
+  return n;
 }
 
 /* The window of c that holds [p, p + bytes), or NULL; *null: a
@@ -239,10 +273,8 @@ static void note_call(ncclComm_t comm, enum coll coll, const void *send,
     capture = cudaStreamCaptureStatusNone;
   pthread_mutex_lock(&lock);
   comm_rec *c = find(comm);
-  if (c != NULL && c->rank < 0) { /* a non-blocking init was in progress */
-    ncclCommUserRank(comm, &c->rank);
-    ncclCommCount(comm, &c->nranks);
-  }
+  if (c != NULL)
+    settle(c);
   if (c != NULL && c->ncalls == MAX_CALLS)
     c->unrecorded++;
   else if (c != NULL) {
@@ -265,6 +297,7 @@ static void end_group(uint64_t t1)
 {
   uint32_t me = engine_probe_thread();
   pthread_mutex_lock(&lock);
+  settle_all();
   for (comm_rec *c = comms; c; c = c->next) {
     for (int i = 0; i < c->ncalls; i++)
       if (c->calls[i].in_group && c->calls[i].thread == me &&
@@ -551,6 +584,9 @@ static void report(void)
       char ranks[256] = "";
       if (in != NULL)
         what_ran_add_ranks(ranks, sizeof ranks, in, size);
+      if (all[i]->rank < 0)
+        snprintf(ranks, sizeof ranks, "a rank NCCL never said (its"
+                                      " communicator was never ready)");
       say("What ran (libwhatran): communicator %d, %d rank%s, %s: %s; %s\n",
           all[i]->label, size, size == 1 ? "" : "s", ranks, ran[i], wins[i]);
       free(in);
@@ -732,9 +768,20 @@ static void retire(ncclComm_t comm)
   pthread_mutex_unlock(&lock);
 }
 
+/* Before the communicator goes: the last chance to ask its rank. */
+static void before_destroy(ncclComm_t comm)
+{
+  pthread_mutex_lock(&lock);
+  comm_rec *c = find(comm);
+  if (c != NULL)
+    settle(c);
+  pthread_mutex_unlock(&lock);
+}
+
 ncclResult_t ncclCommDestroy(ncclComm_t comm)
 {
   NEXT(ncclCommDestroy);
+  before_destroy(comm);
   ncclResult_t res = next_fn(comm);
   retire(comm);
   return res;
@@ -743,6 +790,7 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm)
 ncclResult_t ncclCommAbort(ncclComm_t comm)
 {
   NEXT(ncclCommAbort);
+  before_destroy(comm);
   ncclResult_t res = next_fn(comm);
   retire(comm);
   return res;
@@ -767,8 +815,7 @@ ncclResult_t ncclAllGather(const void *send, void *recv, size_t count,
   NEXT(ncclAllGather);
   uint64_t t0 = now();
   ncclResult_t res = next_fn(send, recv, count, type, comm, stream);
-  int n = 0;
-  ncclCommCount(comm, &n);
+  int n = size_of(comm);
   size_t bytes = count * type_bytes(type);
   note_call(comm, ALLGATHER, send, bytes, recv, bytes * (size_t)(n > 0 ? n : 1),
             stream, t0, now());
@@ -782,8 +829,7 @@ ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t count,
   NEXT(ncclReduceScatter);
   uint64_t t0 = now();
   ncclResult_t res = next_fn(send, recv, count, type, op, comm, stream);
-  int n = 0;
-  ncclCommCount(comm, &n);
+  int n = size_of(comm);
   size_t bytes = count * type_bytes(type);
   note_call(comm, REDUCESCATTER, send, bytes * (size_t)(n > 0 ? n : 1), recv,
             bytes, stream, t0, now());
