@@ -5,9 +5,11 @@
 
 RECORD is a docs/facts file, MEASURED the simulated probe's --tsv output
 for the same version and rank count, EXCEPTIONS tests/facts_exceptions.txt.
-For every fact of RECORD: control, result and window must be equal, unless
-an exception names the fact (and version and ranks); an exception whose
-fact now agrees is stale. Facts MEASURED has and RECORD lacks are listed,
+For every fact of RECORD: control, result and window must be equal, and,
+for a fact about what ran, the engine (the copy engines, or the kernels by
+name; not the number of copies, which is the simulation's own model),
+unless an exception names the fact (and version and ranks); an exception
+whose fact now agrees is stale. Facts MEASURED has and RECORD lacks are listed,
 not failed (not yet recorded on a GPU). Exit 1 on a difference or a stale
 exception."""
 import sys
@@ -30,6 +32,15 @@ def exceptions(path):
     return out
 
 
+def engine(detail):
+    """What ran, from a detail: 'copy engines', 'kernels: NAMES', or None."""
+    if detail.startswith("copy engines:"):
+        return "copy engines"
+    if detail.startswith("kernels:"):
+        return detail.split(";")[0]
+    return None
+
+
 def name(code, ranks):
     code = int(code)
     return f"{code // 10000}.{code % 10000 // 100}.{code % 100}", ranks
@@ -45,9 +56,12 @@ def main():
         if sim is None:
             problems.append(f"{fact}: recorded, but the simulated probe printed no line")
             continue
-        differs = rec[3:6] != sim[3:6]
+        ran = engine(rec[7]) if len(rec) > 7 else None
+        sim_ran = engine(sim[7]) if len(sim) > 7 else None
+        differs = rec[3:6] != sim[3:6] or (ran is not None and ran != sim_ran)
         if differs and not rule:
-            problems.append(f"{fact}: recorded {' | '.join(rec[3:6])}; simulated {' | '.join(sim[3:6])}")
+            problems.append(f"{fact}: recorded {' | '.join(rec[3:6])}{' | ' + ran if ran else ''};"
+                            f" simulated {' | '.join(sim[3:6])}{' | ' + str(sim_ran) if ran else ''}")
         elif rule and not differs and rule[0][0] != "*":
             problems.append(f"{fact}: excepted for {version}, {ranks} rank(s), but the simulation now agrees: remove the exception")
     for fact in measured:

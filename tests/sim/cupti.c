@@ -21,7 +21,14 @@
  *                            library's symbol) and, by the same pattern
  *                            (not recorded), ncclDevKernel_AllGather_RING
  * A buffer counts as in a window when a symmetric window of the
- * communicator holds it (send and receive both). CUPTI fails as asked:
+ * communicator holds it. Which buffers must be: as recorded on one H100
+ * with NCCL 2.30.7 at 2 ranks (docs/facts/nccl-2.30.7-2ranks-h100.tsv,
+ * window.*): an AllReduce of 1 MiB ran RSxLD_AGxST with both buffers in
+ * windows and AGxLL_R with only one (either), a regular kernel with none;
+ * a copy-engine AllGather (CTAPolicy ZERO) ran on the copy engines with
+ * only its receive buffer in a window, a regular kernel with only its send
+ * buffer; the symmetric AllGather kernel is given both (not recorded with
+ * one). The simulation plays this for every version. CUPTI fails as asked:
  *   SIM_CUPTI_FAIL=CALL:RANK[,...]  that CUPTI call fails on that rank
  *                        (cuptiActivityEnable, cuptiGetTimestamp,
  *                        cuptiActivityFlushAll, ...), as when a profiler
@@ -190,17 +197,20 @@ void cupti_collective(uint32_t correlation, const sim_node *node)
                bytes);
     return;
   }
-  int in_windows = in_symmetric_window(comm, node->send, bytes) &&
-                   in_symmetric_window(comm, node->recv, out);
+  const int send_in = in_symmetric_window(comm, node->send, bytes);
+  const int recv_in = in_symmetric_window(comm, node->recv, out);
+  const int ce = node->allgather && (comm->cta_policy & NCCL_CTA_POLICY_ZERO);
   int v231 = simulated_version() >= NCCL_VERSION(2, 31, 0);
-  if (!in_windows)
+  if (ce ? !recv_in : node->allgather ? !(send_in && recv_in)
+                                      : !(send_in || recv_in))
     kernel(correlation, comm->device,
            names[node->allgather ? (v231 ? AG_RING_231 : AG_RING_228)
                                  : (v231 ? AR_RING_231 : AR_RING_228)]);
   else if (!node->allgather)
     kernel(correlation, comm->device,
-           names[bytes < 64 * 1024 ? AR_SMALL : AR_LARGE]);
-  else if (comm->cta_policy & NCCL_CTA_POLICY_ZERO)
+           names[bytes < 64 * 1024 || !(send_in && recv_in) ? AR_SMALL
+                                                             : AR_LARGE]);
+  else if (ce)
     for (int r = 0; r < comm->nranks; r++)
       cupti_copy(correlation, comm->device,
                  r == comm->rank ? CUPTI_ACTIVITY_MEMCPY_KIND_DTOD

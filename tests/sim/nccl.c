@@ -1,12 +1,14 @@
 /* ncclsim: the NCCL calls the examples make (see sim.h). */
 #include "sim.h"
 
+
 #include <errno.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -151,11 +153,47 @@ static ncclResult_t init_rank(ncclComm_t *out, int nranks, ncclUniqueId id,
   return ncclSuccess;
 }
 
+/* NCCL_CTA_POLICY, which replaces config.CTAPolicy when set, read as the
+ * simulated version reads it: from 2.29 a digit (0, 1, 2; another digit
+ * is DEFAULT) or names (DEFAULT, EFFICIENCY, ZERO, any case, '|'-joined;
+ * ZERO wins over EFFICIENCY), before that a number (strtoll base 0), one
+ * outside 0..2 DEFAULT (NCCL 2.30.7 and 2.28.3 src/init.cc). The H200 and
+ * an H100 recorded 0 and EFFICIENCY giving the symmetric AllGather
+ * kernel, 2 and ZERO the copy engines (docs/facts, cta.env-*). */
+static int env_cta_policy(int policy)
+{
+  const char *text = getenv("NCCL_CTA_POLICY");
+  if (text == NULL || *text == '\0')
+    return policy;
+  if (simulated_version() < NCCL_VERSION(2, 29, 0)) {
+    char *end;
+    long long v = strtoll(text, &end, 0);
+    if (end == text)
+      return policy;
+    return v >= 0 && v <= 2 ? (int)v : NCCL_CTA_POLICY_DEFAULT;
+  }
+  if (*text >= '0' && *text <= '9')
+    return *text == '1' || *text == '2' ? *text - '0' : NCCL_CTA_POLICY_DEFAULT;
+  int bits = 0, named = 0;
+  char copy[128];
+  snprintf(copy, sizeof copy, "%s", text);
+  for (char *save = NULL, *t = strtok_r(copy, "|", &save); t;
+       t = strtok_r(NULL, "|", &save)) {
+    int zero = strcasecmp(t, "ZERO") == 0, eff = strcasecmp(t, "EFFICIENCY") == 0;
+    named |= zero || eff || strcasecmp(t, "DEFAULT") == 0;
+    bits |= (zero ? NCCL_CTA_POLICY_ZERO : 0) | (eff ? NCCL_CTA_POLICY_EFFICIENCY : 0);
+  }
+  if (!named)
+    return policy;
+  return bits & NCCL_CTA_POLICY_ZERO ? NCCL_CTA_POLICY_ZERO : bits;
+}
+
 ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id,
                               int rank)
 {
-  return init_rank(comm, nranks, id, rank, NCCL_CTA_POLICY_DEFAULT,
-                   "ncclCommInitRank", 1);
+  return init_rank(comm, nranks, id, rank,
+                   env_cta_policy(NCCL_CTA_POLICY_DEFAULT), "ncclCommInitRank",
+                   1);
 }
 
 ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks,
@@ -165,6 +203,7 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks,
   int policy = NCCL_CTA_POLICY_DEFAULT;
   if (config != NULL && config->CTAPolicy != NCCL_CONFIG_UNDEF_INT)
     policy = config->CTAPolicy;
+  policy = env_cta_policy(policy);
   return init_rank(comm, nranks, id, rank, policy, "ncclCommInitRankConfig",
                    1);
 }

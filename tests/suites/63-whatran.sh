@@ -49,7 +49,7 @@ if not all("no window: the output buffer is not registered" in o["ran"] and o["w
     sys.exit(f"communicator 2's objects say {two[0]}")
 PY
   want_err "What ran (libwhatran): communicator 1, 2 ranks, ranks 0-1: AllReduce of 4 KiB (1 call): NCCL's symmetric kernel AllReduce_AGxLL_R_sum_f32; AllReduce of 4 KiB (1 call): captured into a CUDA graph: its work runs at each replay; 2 windows registered (4 KiB, 4 KiB)"
-  want_err "What ran (libwhatran): communicator 2, 2 ranks, ranks 0-1: AllGather of 8 KiB (1 call): NCCL's regular kernels of the RING family (no symmetric kernel): no window: the input buffer is not registered; AllReduce of 4 KiB (1 call): NCCL's regular kernels of the RING family (no symmetric kernel): no window: the output buffer is not registered; 1 window registered (8 KiB)"
+  want_err "What ran (libwhatran): communicator 2, 2 ranks, ranks 0-1: AllGather of 8 KiB (1 call): NCCL's regular kernels of the RING family (no symmetric kernel): no window: the input buffer is not registered; AllGather of 8 KiB (1 call): NCCL's regular kernels of the RING family (no symmetric kernel): no window: the output buffer is not registered; 1 window registered (8 KiB)"
   want_err "What ran (libwhatran): CUDA graph replays (4 launches): NCCL's symmetric kernel AllReduce_AGxLL_R_sum_f32"
   # It never asks NCCL about a communicator inside a group (NCCL warns).
   ! grep -q "Attempt to use communicator" "$f.err" || why+="the preload made NCCL warn: $(grep -m1 "Attempt" "$f.err"); "
@@ -60,7 +60,7 @@ if begin whatran/other-style-program-without-windows; then
   preloaded -- "$S/other_style" no-windows
   want_status 0
   unchanged
-  want_err "What ran (libwhatran): communicator 2, 2 ranks, ranks 0-1: AllGather of 8 KiB (1 call): NCCL's regular kernels of the RING family (no symmetric kernel): no window: neither buffer is registered; AllReduce of 4 KiB (1 call): NCCL's regular kernels of the RING family (no symmetric kernel): no window: neither buffer is registered; 0 windows registered"
+  want_err "What ran (libwhatran): communicator 2, 2 ranks, ranks 0-1: AllGather of 8 KiB (2 calls): NCCL's regular kernels of the RING family (no symmetric kernel): no window: neither buffer is registered; 0 windows registered"
   no_violation
   end
 fi
@@ -112,8 +112,8 @@ if begin tools/gaps-on-the-simulation; then
     why+="no line for the 4 graph replays, each with one kernel; "
   [ "$(grep -c "^gaps: AllReduce count 1024 .*: calls 2 (with GPU work 1): .* kernels/call 1.00 " "$f.gaps")" = 2 ] ||
     why+="wanted 2 lines (a rank each) for the eager and the captured AllReduce; "
-  [ "$(grep -c "^gaps: AllGather count 1024 .*: calls 1 (with GPU work 1): " "$f.gaps")" = 2 ] ||
-    why+="wanted 2 lines for the AllGather; "
+  [ "$(grep -c "^gaps: AllGather count 1024 .*: calls 1 (with GPU work 1): " "$f.gaps")" = 4 ] ||
+    why+="wanted 4 lines for the AllGathers (2 a rank); "
   grep -q "^gaps: 0 kernels or copies tied to no call; 10 records$" "$f.gaps" ||
     why+="$(tail -n 1 "$f.gaps"), wanted 0 untied of 10; "
   no_violation

@@ -5,11 +5,14 @@
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
 
 for record in "$ROOT"/docs/facts/nccl-*.tsv; do
-  b=$(basename "$record" .tsv)                      # nccl-2.30.7-2ranks
-  version=${b#nccl-}; version=${version%%-*}        # 2.30.7
-  n=${b##*-}; n=${n%rank*}                          # 2
+  b=$(basename "$record" .tsv)        # nccl-2.30.7-2ranks, nccl-2.30.7-2ranks-h100
+  [[ $b =~ ^nccl-([0-9]+\.[0-9]+\.[0-9]+)-([0-9]+)ranks?(-([a-z0-9]+))?$ ]] || {
+    begin "facts/sim/record-$b" && { why+="$b.tsv: not named nccl-VERSION-Nrank(s)[-MACHINE].tsv; "; end; }
+    continue
+  }
+  version=${BASH_REMATCH[1]} n=${BASH_REMATCH[2]} machine=${BASH_REMATCH[4]}
   code=$(echo "$version" | awk -F. '{ printf "%d%02d%02d", $1, $2, $3 }')
-  c="facts/sim/record-$version-$n-rank$([ "$n" -gt 1 ] && echo s)"
+  c="facts/sim/record-$version-$n-rank$([ "$n" -gt 1 ] && echo s)${machine:+-$machine}"
   if [ ! -e "${CUDA_HOME:-/usr/local/cuda}/include/cupti.h" ]; then
     skip "$c" "no cupti.h: the simulated probe with CUPTI is not built"; continue
   fi

@@ -5,8 +5,8 @@
  *                   same AllReduce captured into a CUDA graph, replayed
  *                   twice
  *   communicator 2: made inside a group; an AllGather inside a group with
- *                   only its output in a window, and an AllReduce with
- *                   only its input in one
+ *                   only its output in a window, and one with only its
+ *                   input in one
  * With the argument "no-windows" it registers nothing. It prints one line
  * per rank, in rank order; its output must not change under the preload. */
 #include <pthread.h>
@@ -33,10 +33,11 @@ static void *rank_main(void *arg)
   ncclGroupEnd();
   cudaStream_t s;
   cudaStreamCreate(&s);
-  float *x, *y, *z;
+  float *x, *y, *z, *v;
   ncclMemAlloc((void **)&x, N * sizeof(float));
   ncclMemAlloc((void **)&y, 2 * N * sizeof(float));
   ncclMemAlloc((void **)&z, N * sizeof(float));
+  ncclMemAlloc((void **)&v, 2 * N * sizeof(float));
   cudaMemsetAsync(x, 0, N * sizeof(float), s);
   cudaMemsetAsync(y, 0, 2 * N * sizeof(float), s);
   ncclWindow_t wx = NULL, wz = NULL, wy = NULL;
@@ -49,7 +50,7 @@ static void *rank_main(void *arg)
   ncclGroupStart(); /* as nccl-tests does with several GPUs a process */
   bad |= ncclAllGather(x, y, N, ncclFloat, two, s) != ncclSuccess;
   ncclGroupEnd();
-  bad |= ncclAllReduce(y, z, N, ncclFloat, ncclSum, two, s) != ncclSuccess;
+  bad |= ncclAllGather(y, v, N, ncclFloat, two, s) != ncclSuccess;
 
   cudaGraph_t graph;
   cudaGraphExec_t exec;
@@ -71,6 +72,7 @@ static void *rank_main(void *arg)
   ncclMemFree(x);
   ncclMemFree(y);
   ncclMemFree(z);
+  ncclMemFree(v);
   cudaStreamDestroy(s);
   ncclCommFinalize(one);
   ncclCommFinalize(two);
