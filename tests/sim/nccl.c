@@ -185,7 +185,7 @@ static int env_cta_policy(int policy)
   }
   if (!named)
     return policy;
-  return bits & NCCL_CTA_POLICY_ZERO ? NCCL_CTA_POLICY_ZERO : bits;
+  return (bits & NCCL_CTA_POLICY_ZERO) ? NCCL_CTA_POLICY_ZERO : bits;
 }
 
 ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id,
