@@ -72,12 +72,17 @@ run() {
   local job=$! watcher
   # (the stacks take a second or two per process: started a sixth of the
   # limit before it, at least 2 s)
-  { sleep $((TIMEOUT > 12 ? TIMEOUT - TIMEOUT / 6 : TIMEOUT > 3 ? TIMEOUT - 2 : 1)) &&
+  { sleep $((TIMEOUT > 12 ? TIMEOUT - TIMEOUT / 6 : TIMEOUT > 3 ? TIMEOUT - 2 : 1)) >/dev/null &&
     stacks_of "$job" >"$f.stacks"; } </dev/null 2>/dev/null &
   watcher=$!
   wait "$job"
   status=$?
+  # The watcher goes with the job: its sleep, and the watcher itself (a
+  # job that ends at once may end before the watcher has started its
+  # sleep, which pkill alone would then miss, and the wait below would
+  # last the whole sleep).
   pkill -P "$watcher" sleep 2>/dev/null
+  kill "$watcher" 2>/dev/null
   wait "$watcher" 2>/dev/null
 }
 
