@@ -86,7 +86,7 @@ run_suite() { # FILE: runs its cases, then says how long it took
 # lane's. The fault suites share the census (tests/lib/faults.sh), so they
 # keep to one lane. The check over the whole run's logs (99-coverage.sh)
 # comes last. Everything the lanes `need` was built above.
-SECOND_LANE=" 12-mpi-settings.sh 63-whatran.sh 64-facts-check.sh 72-gpu-binding.sh 20-unit.sh 30-options.sh 40-output.sh 52-unkind.sh 60-bench.sh 62-cupti.sh 70-shared-gpu.sh 80-rules.sh 91-python.sh "
+SECOND_LANE=" 12-mpi-settings.sh 63-whatran.sh 64-facts-check.sh 20-unit.sh 30-options.sh 40-output.sh 52-unkind.sh 60-bench.sh 62-cupti.sh 70-shared-gpu.sh "
 THIRD_LANE=" 11-seam.sh 15-nccl-matrix.sh 50-faults.sh 55-fault-matrix.sh "
 LAST=" 99-coverage.sh "
 background_lane() { # NAME "SUITES": runs them in the background, TAP to LOG/NAME.tap
