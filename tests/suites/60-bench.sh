@@ -474,14 +474,16 @@ fi
 # Loops of a known length: each collective takes 20 ms of simulated GPU
 # time and each device copy 20 ms (SIM_GPU_US), so that the definitions
 # give the times. With -i 3 -r 3 each loop is one operation: its time per
-# operation is at least 20000 us, eager and replayed, and under 30000 us
-# (a loop of two, or warm-ups inside the events, would be 40000 us or
-# more; a loop divided by the 3 operations of all loops, 6667 us). The
-# roof times its 3 copies the same way, after 2 warm-ups: its bandwidth is
-# 256 KiB / 20 ms = 0.0131 GB/s, and above 256 KiB / 30 ms.
+# operation is at least 20000 us, eager and replayed, and the median loop
+# under 35000 us, room for a loaded machine (a loop of two, or warm-ups
+# inside the events, would be 40000 us or more; a loop divided by the 3
+# operations of all loops, 6667 us). The roof times its 3 copies the same
+# way, after 4 warm-ups: its bandwidth is 256 KiB / 20 ms = 0.0131 GB/s,
+# and above 256 KiB / 35 ms (with the warm-ups timed, 7 copies in 3
+# copies' time: 256 KiB / 46.7 ms).
 if begin "bench/sim-pthread/allreduce_sm-known-gpu-time"; then
   SIM_GPU_US='collective:*:20000,copy:*:20000' sim_run sim-pthread allreduce_sm 2 \
-    --bench -b 256K -e 256K -w 2 -i 3 -r 3 --graph --csv "$f.csv"
+    --bench -b 256K -e 256K -w 4 -i 3 -r 3 --graph --csv "$f.csv"
   want_status 0
   want_out "Benchmark results verified correctly"
   python3 - "$f.csv" >"$f.check" 2>&1 <<'PY' || why+="$(head -n 2 "$f.check" | tr '\n' ' '); "
@@ -493,11 +495,11 @@ if sorted(r["mode"] for r in rows) != ["plain", "sym"]:
 for r in rows:
     for p in ("", "graph_"):
         lo, mid, hi = (float(r[p + c]) for c in ("time_min_us", "time_us", "time_max_us"))
-        if not 20000 <= lo <= mid <= hi < 30000:
-            bad.append(f"{r['mode']} {p}times {lo} {mid} {hi}: wanted 20000 <= min <= median <= max < 30000")
+        if not (20000 <= lo <= mid <= hi and mid < 35000):
+            bad.append(f"{r['mode']} {p}times {lo} {mid} {hi}: wanted 20000 <= min <= median <= max, median < 35000")
     roof = float(r["roof_GBps"])
-    if not 262144 / 30000 / 1e3 < roof <= 262144 / 20000 / 1e3 + 0.0005:
-        bad.append(f"{r['mode']} roof_GBps {roof}: wanted 256 KiB per 20 to 30 ms (0.0087 to 0.0131)")
+    if not 262144 / 35000 / 1e3 < roof <= 262144 / 20000 / 1e3 + 0.0005:
+        bad.append(f"{r['mode']} roof_GBps {roof}: wanted 256 KiB per 20 to 35 ms (0.0075 to 0.0131)")
 print("\n".join(bad))
 sys.exit(1 if bad else 0)
 PY
