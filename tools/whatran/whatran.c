@@ -444,23 +444,18 @@ static void outcomes(const comm_rec *c, char *out, size_t size)
 
 static void windows_text(const comm_rec *c, char *out, size_t size)
 {
-  int n = 0, nulls = 0;
+  const int n = c->nwindows;
+  int nulls = 0;
   out[0] = '\0';
-  for (int i = 0; i < c->nwindows; i++) {
+  text_add(out, size, "%d window%s registered%s", n, n == 1 ? "" : "s",
+           n ? " (" : "");
+  for (int i = 0; i < n; i++) {
     char s[32];
     size_text(c->windows[i].size, s, sizeof s);
-    text_add(out, size, "%s%s%s", n++ ? ", " : "", s,
+    text_add(out, size, "%s%s%s", i ? ", " : "", s,
              c->windows[i].handle == NULL ? " NULL" : "");
     nulls += c->windows[i].handle == NULL;
   }
-  char head[64];
-  snprintf(head, sizeof head, "%d window%s registered%s", n, n == 1 ? "" : "s",
-           n ? " (" : "");
-  memmove(out + strlen(head), out, strlen(out) + 1 < size - strlen(head)
-                                       ? strlen(out) + 1
-                                       : size - strlen(head));
-  memcpy(out, head, strlen(head));
-  out[size - 1] = '\0';
   if (n)
     text_add(out, size, ")%s", nulls ? ": a NULL handle means no window" : "");
 }
