@@ -25,9 +25,11 @@ stall_case() {
   want_status 3
   want_err "$hook: rank $stalled stalls in $call"
   want_err "rank $stalled: in $call("
-  if [ "$call" = ncclCommWindowRegister ] && [ "$n" -gt 1 ]; then
-    # Every rank is inside the registration, which all make together: any
-    # may be named (docs/watchdog.md; seen so on an H100, NCCL 2.30.7).
+  if [ "$call" != ncclAllReduce ] && [ "$n" -gt 1 ]; then
+    # Every rank is inside the call: the registration, which all make
+    # together, and the AllGather on the copy engines, which returns on no
+    # rank before every rank has called it. Any may be named
+    # (docs/watchdog.md; both seen so on an H100, NCCL 2.30.7).
     grep -qE "^$p: rank [0-9]+'s call has not returned after --timeout $limit s: ending the job \(exit 3\)" "$f.err" ||
       why+="no rank named as not returning after --timeout $limit s; "
     [ "$(grep -c "^$p: rank [0-9]*: in $call(" "$f.err")" = "$n" ] ||
@@ -106,7 +108,8 @@ if [ "$NGPUS" -gt 0 ]; then
     record=$ROOT/docs/facts/nccl-$nccl_name-${n}rank$([ $n -gt 1 ] && echo s).tsv
     run make --no-print-directory -s -C "$ROOT/tools" facts FACTS_BIN="$B/tools/nccl_facts"
     want_status 0
-    run "$B/tools/nccl_facts" --ranks $n --tsv --timeout 30
+    # (the whole probe took 67 s at 2 ranks on an H100, NCCL 2.30.7)
+    TIMEOUT=180 run "$B/tools/nccl_facts" --ranks $n --tsv --timeout 30
     want_status 0
     if [ -e "$record" ]; then
       # A field recorded as "unknown" (with the reason in its detail) was
@@ -155,9 +158,10 @@ if [ "$NGPUS" -gt 0 ]; then
       NCCL_MULTI_RANK_GPU_ENABLE=1 stall_case "hang/gpu/pthread/$p-register-rank-1-of-2-sharing" 2 1 pthread $p
       mpi_cases "hang/gpu/mpi/$p-register-rank-1-of-2-sharing" &&
         NCCL_MULTI_RANK_GPU_ENABLE=1 stall_case "hang/gpu/mpi/$p-register-rank-1-of-2-sharing" 2 1 mpi $p
-      # One rank held back before its collective, NCCL asynchronous: the
-      # others' collectives return at once and they wait in
-      # cudaStreamSynchronize; the watchdog must blame the held rank.
+      # One rank held back before its collective. AllReduce: the others'
+      # collectives return at once and they wait in cudaStreamSynchronize;
+      # the watchdog must blame the held rank. AllGather on the copy
+      # engines: the others wait inside ncclAllGather (see stall_case).
       coll=$([ $p = allreduce_sm ] && echo ncclAllReduce || echo ncclAllGather)
       for n in 2 4; do
         for held in $([ $n = 4 ] && echo 0) $((n - 1)); do
