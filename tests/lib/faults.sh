@@ -180,10 +180,21 @@ fault_cell() {
     # and when it is a collective: the others queued theirs and wait for
     # the GPU (docs/watchdog.md). In an NCCL call that every rank makes on
     # the host (communicator, windows), the others are inside it too, and
-    # any may be named.
+    # any may be named. So it is in allgather_ce's AllGather on the copy
+    # engines, the first of its communicator, which returns on no rank
+    # before all have called it (tests/sim/collectives.c, ce_first_use):
+    # there every rank must be shown inside it.
     case $call in
       ncclCommInitRank* | ncclCommWindowRegister | ncclCommWindowDeregister | ncclCommFinalize | \
         ncclCommDestroy) ;;
+      ncclAllGather)
+        if [ "$p" = allgather_ce ] && [ "$n" -gt 1 ]; then
+          [ "$(grep -c "^$p: rank [0-9]*: in ncclAllGather(" "$f.err")" = "$n" ] ||
+            why+="not every rank shown in ncclAllGather (the first on the copy engines waits for all); "
+        else
+          want_err "$p: rank $r's call has not returned after --timeout $timeout_used s"
+        fi
+        ;;
       *) want_err "$p: rank $r's call has not returned after --timeout $timeout_used s" ;;
     esac
     # Every rank's line, in rank order, from one process; in pthread mode

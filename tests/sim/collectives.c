@@ -40,6 +40,24 @@ size_t sim_element_size(const sim_node *node)
   return node->type == ncclFloat ? sizeof(float) : 1;
 }
 
+/* The first AllGather on the copy engines of a communicator (CTAPolicy
+ * ZERO, the receive buffer in a window) first registers NCCL's own
+ * synchronisation window, which every rank does together: that call
+ * returns on no rank before all have made it (NCCL 2.28.3 and 2.30.7,
+ * src/ce_coll.cc ncclCeInit, run from src/group.cc; on an H100 with
+ * 2.30.7, every rank waited inside ncclAllGather for one held back). */
+static void ce_first_use(const sim_node *node, size_t out_bytes)
+{
+  ncclComm_t comm = node->comm;
+  if (!node->allgather || comm->nranks == 1 || comm->ce_ready ||
+      !(comm->cta_policy & NCCL_CTA_POLICY_ZERO) ||
+      !in_symmetric_window(comm, node->recv, out_bytes))
+    return;
+  exchange(comm, LANE_HOST, "ncclAllGather", 0, 0, NULL, 0);
+  finish_exchange(comm, LANE_HOST);
+  comm->ce_ready = 1;
+}
+
 /* The host call: checks, then records (graph capture) or queues. */
 static ncclResult_t call_collective(const char *call, const sim_node *node,
                                     cudaStream_t stream)
@@ -61,6 +79,7 @@ static ncclResult_t call_collective(const char *call, const sim_node *node,
   check_buffer(node->comm, call, "send", node->send, bytes);
   check_buffer(node->comm, call, "receive", node->recv,
                node->allgather ? bytes * (size_t)n : bytes);
+  ce_first_use(node, bytes * (size_t)n);
   if (record_collective(stream, node))
     return ncclSuccess; /* runs when the graph is launched */
   work_item item = {.kind = WORK_COLLECTIVE, .node = *node};

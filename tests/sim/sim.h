@@ -119,6 +119,7 @@ struct ncclComm {
   unsigned long seq[2];
   int cta_policy;
   int alone_on_nodes; /* every rank on a host of its own (NCCL_HOSTID) */
+  int ce_ready; /* NCCL's copy-engine sync window is registered */
 };
 
 struct ncclWindow_vidmem {

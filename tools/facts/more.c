@@ -293,7 +293,12 @@ void fact_properties(const fact *f, ncclComm_t comm, int rank, int nranks,
                : "this NCCL's library has no ncclCommQueryProperties");
     return;
   }
-  props_2_30 p = {.size = sizeof p, .magic = 0xcafebeef, .version = 23007};
+  /* The layout is the same from 2.30.3 to 2.30.7 (nccl_device/core.h); a
+   * version newer than the library's is refused ("NCCL library is too
+   * old", 2.30.4 src/dev_runtime.cc), so the loaded one is named. */
+  props_2_30 p = {.size = sizeof p,
+                  .magic = 0xcafebeef,
+                  .version = (unsigned)(loaded < 23007 ? loaded : 23007)};
   ncclResult_t res = query(comm, &p);
   record(o, comm, res, WIN_NONE);
   if (res == ncclSuccess)

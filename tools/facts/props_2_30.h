@@ -5,7 +5,8 @@
  * nccl_device/host.h (2.32). Those compile as C, but GCC warns that their
  * inline device functions are declared and never defined, a warning no
  * option turns off, and -Werror then stops the build. So the probe lays
- * the struct out here, passes NCCL 2.30.7's size, magic and version in its
+ * the struct out here, passes its size, magic and a version (the loaded
+ * NCCL's, at most 2.30.7) in its
  * head (NCCL reads the layout they name), and the test suite checks every
  * field's offset against the real header where one is at hand
  * (tests/unit/props_layout.c). A layout fact, not NCCL's code.
