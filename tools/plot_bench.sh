@@ -40,7 +40,7 @@ SPREAD = (BEFORE[:6] + ["spread_pct", "time_min_us", "time_max_us"] + BEFORE[6:9
 GRAPH = ["graph_time_us", "graph_spread_pct", "graph_cv_pct", "graph_time_min_us",
          "graph_time_max_us", "graph_loops_us"]
 TODAY = SPREAD[:7] + ["cv_pct"] + SPREAD[7:9] + ["loops_us"] + GRAPH + SPREAD[9:]
-HEADINGS = (TODAY, SPREAD, BEFORE + ["kernel_names"], BEFORE)
+HEADINGS = (TODAY + ["gpu"], TODAY, SPREAD, BEFORE + ["kernel_names"], BEFORE)
 path, out = sys.argv[1], sys.argv[2]
 def refuse(why):
     sys.exit(f"plot_bench.sh: {path}: {why}")
@@ -116,21 +116,22 @@ with open(f"{out}/l2.dat", "w") as f:  # the sizes that fit in the L2 cache
     f.writelines(f"{s:.17g} {v:.17g}\n" for s, v in cached)
 with open(f"{out}/meta", "w") as f:
     name = "bus bandwidth (GB/s)" if ranks > 1 else "algorithm bandwidth (GB/s)"
-    f.write("\n".join([clean(data[0][col["program"]]), str(ranks), name] + [clean(m) for m in modes]) + "\n")
+    gpu = clean(data[0][col["gpu"]]) if "gpu" in col else ""
+    f.write("\n".join([clean(data[0][col["program"]]), str(ranks), name, gpu] + [clean(m) for m in modes]) + "\n")
 PYTHON
 
 # quote TEXT: TEXT as a single-quoted gnuplot string.
 quote() { printf "'%s'" "${1//\'/\'\'}"; }
 mapfile -t meta <"$tmp/meta"
-program=${meta[0]} ranks=${meta[1]} bw_name=${meta[2]}
+program=${meta[0]} ranks=${meta[1]} bw_name=${meta[2]} gpu=${meta[3]}
 plot=""
-for ((i = 3; i < ${#meta[@]}; i++)); do
-  plot+="$(quote "$tmp/curve-$((i - 3)).dat") using 1:2:3:4 with yerrorlines title $(quote "${meta[i]}"), "
+for ((i = 4; i < ${#meta[@]}; i++)); do
+  plot+="$(quote "$tmp/curve-$((i - 4)).dat") using 1:2:3:4 with yerrorlines title $(quote "${meta[i]}"), "
 done
 plot+="$(quote "$tmp/roof.dat") using 1:2 with lines dashtype 2 lc rgb 'gray40' title 'copy roofline'"
 [ -s "$tmp/l2.dat" ] &&
   plot+=", $(quote "$tmp/l2.dat") using 1:2 with points pt 6 ps 2 lc rgb 'black' title 'fits in the L2 cache (its speed, not memory)'"
-title=${3:-"$program --bench, $ranks rank(s)"}
+title=${3:-"$program --bench, $ranks rank(s)${gpu:+, $gpu}"}
 title=$(printf '%s' "$title" | tr -d '\000-\037')
 gnuplot <<GNUPLOT
 set terminal pngcairo size 900,560 noenhanced

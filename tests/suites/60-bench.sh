@@ -87,7 +87,10 @@ for r in rows:
     t, lo, hi = float(r["time_us"]), float(r["time_min_us"]), float(r["time_max_us"])
     want.append((int(r["size_bytes"]), v, v * t / hi, v * t / lo))
 meta = open(f"{data}/meta").read().split("\n")
-modes = meta[3:]
+modes = meta[4:]
+# where it ran: the simulation names its GPUs so (tests/sim/cuda.c)
+if meta[3] != "NVIDIA H200 (simulated)" or {r["gpu"] for r in every} != {meta[3]}:
+    sys.exit(f"the plot's GPU is '{meta[3]}', wanted 'NVIDIA H200 (simulated)' from every row's gpu")
 got = [tuple(map(float, l.split())) for l in open(f"{data}/curve-{modes.index('sym')}.dat")]
 name = "algorithm bandwidth (GB/s)" if n == 1 else "bus bandwidth (GB/s)"
 if meta[2] != name:

@@ -125,6 +125,7 @@ typedef struct bench {
   int csv_errno;             /* why the first CSV write failed (0: none) */
   int roof_peer;             /* device the roofline copies to (rank 0 only) */
   size_t l2_bytes;           /* L2 cache of rank 0's GPU */
+  char gpu[256];             /* rank 0's GPU, as CUDA names it */
   int ranks_per_gpu;         /* ranks on rank 0's GPU: 1, or more sharing it */
   void *roof_src, *roof_dst; /* its buffers, at the largest size */
   /* --overlap's results: 0 GEMMs when not measured; per mode the

@@ -26,7 +26,7 @@ enum place { LINE, PER_MODE, GRAPH_MODE, PER_RATIO, CSV_ONLY };
  * NaN is an empty CSV cell), or the program, the rank count or the mode's
  * name; RATIO is a NUMBER whose table cell starts with '~' when it is
  * inside the noise. */
-enum kind { TEXT, SIZE, NUMBER, PROGRAM, RANKS, MODE, RATIO };
+enum kind { TEXT, SIZE, NUMBER, PROGRAM, RANKS, MODE, RATIO, GPU };
 
 typedef struct column {
   const char *csv; /* CSV heading */
@@ -77,6 +77,7 @@ static const column columns[] = {
     {"gemm_slowdown_pct", CSV_ONLY, NUMBER, F(gemm_slowdown), "", "", "",
      "%.2f"},
     {"kernel_names", CSV_ONLY, TEXT, F(kernel_names), "", "", "", "%s"},
+    {"gpu", CSV_ONLY, GPU, 0, "", "", "", "%s"},
 };
 #define NCOLUMNS (sizeof columns / sizeof columns[0])
 
@@ -124,6 +125,10 @@ static void add_cell(line *l, const bench *b, const column *c, const row *r,
       text_add(l->text, sizeof l->text, fmt, b->ctx->opts->prog);
     break;
   case RANKS: text_add(l->text, sizeof l->text, fmt, b->ctx->nranks); break;
+  case GPU:
+    if (csv)
+      add_csv_text(l, b->gpu);
+    break;
   case MODE: text_add(l->text, sizeof l->text, fmt, csv ? r->mode : ""); break;
   case TEXT:
     if (csv)
@@ -227,6 +232,7 @@ void report_header(bench *b)
   if (res == ncclSuccess)
     format_nccl_version(loaded, have, sizeof have);
   format_nccl_version(NCCL_VERSION_CODE, built, sizeof built);
+  print_root(ctx, "# rank 0's GPU: %s\n", b->gpu);
   print_root(ctx, "# NCCL %s loaded (built against nccl.h %s)\n", have, built);
   print_root(ctx, "# modes: %s\n", b->coll->modes_text);
   print_root(ctx, "# size: %s; roof: %s, measured in this run\n",

@@ -129,6 +129,11 @@ int run_bench(const rank_ctx *ctx, enum example_collective collective)
   int l2 = 0;
   CUDACHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, ctx->device));
   b.l2_bytes = l2 > 0 ? (size_t)l2 : 0;
+  /* Its name heads the table and fills the CSV's gpu column: where the
+   * numbers were measured (a simulated GPU says so in its name). */
+  struct cudaDeviceProp prop;
+  CUDACHECK(cudaGetDeviceProperties(&prop, ctx->device));
+  snprintf(b.gpu, sizeof b.gpu, "%s", prop.name);
   b.ranks_per_gpu =
       ctx->gpu_shared ? (ctx->nranks + ctx->ngpus - 1) / ctx->ngpus : 1;
   /* Non-blocking streams: work on them never waits for the legacy default
