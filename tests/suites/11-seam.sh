@@ -69,12 +69,13 @@ if begin seam/lean-build-links-no-cupti-or-cublas; then
 fi
 
 # A lesson folder and common/, copied alone to a scratch folder, build (no
-# instruments/ beside them: the stand-in) and run.
+# instruments/ beside them: the stand-in) and run, with make and, where
+# cmake is installed, with CMake from the lesson's folder.
 if begin seam/lesson-copied-with-common-alone; then
   need sim-pthread/sim.o
   d=$B/copied-lesson
   rm -rf "$d" && mkdir -p "$d"
-  tracked_files common 01_allreduce/c 02_allgather/c | grep -v '/python/\|CMakeLists.txt' |
+  tracked_files common 01_allreduce/c 02_allgather/c | grep -v '/python/' |
     (cd "$ROOT" && tar -cf - -T -) | tar -xf - -C "$d"
   [ ! -e "$d/instruments" ] || why+="the copy has instruments/; "
   for p in $EXAMPLES_PROGRAMS; do
@@ -82,6 +83,13 @@ if begin seam/lesson-copied-with-common-alone; then
     run make --no-print-directory -s -C "$d/$ex/c" "${SIM_LINK[@]}"
     want_status 0
     lean_run "$prog" "$d/$ex/c/$prog"
+    command -v cmake >/dev/null || continue
+    run cmake -S "$d/$ex/c" -B "$d/$ex/c/cmake-build" -DNCCL_HOME="${CUDA_HOME:-/usr/local/cuda}" \
+      -DRUNTIME_LIBS="$B/sim-pthread/sim.o" -DCMAKE_EXE_LINKER_FLAGS=-Wl,--wrap=set_error_rank
+    want_status 0
+    run cmake --build "$d/$ex/c/cmake-build" -j"$(nproc)"
+    want_status 0
+    lean_run "$prog" "$d/$ex/c/cmake-build/$prog"
   done
   run make --no-print-directory -s -C "$d/01_allreduce/c" LEAN=0
   want_failure
