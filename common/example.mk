@@ -61,6 +61,17 @@ ifeq ($(filter help clean,$(MAKECMDGOALS)),)
   $(foreach c,$(CONFIG_FILES),$(call record_build_inputs,$(c),$(BUILD_INPUTS)))
 endif
 
+# MIN_NCCL (an example's Makefile sets it, as its CMakeLists.txt does): an
+# nccl.h older than that stops the build here with one line, before any
+# compiler error. The header's version is its NCCL_VERSION_CODE.
+ifneq ($(and $(MIN_NCCL),$(if $(filter help clean,$(MAKECMDGOALS)),,build)),)
+  NCCL_H_CODE := $(shell printf '\043include <nccl.h>\nNCCL_VERSION_CODE\n' | $(CC) $(ALL_CPPFLAGS) -E -P -x c - 2>/dev/null | tail -n 1)
+  MIN_NCCL_CODE := $(shell echo '$(MIN_NCCL)' | awk -F. '{ printf "%d", $$1 * 10000 + $$2 * 100 + $$3 }')
+  ifeq ($(shell [ "$(NCCL_H_CODE)" -lt "$(MIN_NCCL_CODE)" ] 2>/dev/null && echo old),old)
+    $(error $(PROGRAM) needs NCCL >= $(MIN_NCCL), and the nccl.h this build finds ($(if $(NCCL_HOME),in NCCL_HOME=$(NCCL_HOME),in the default places)) is $(shell echo '$(NCCL_H_CODE)' | awk '{ printf "%d.%d.%d", $$1 / 10000, $$1 % 10000 / 100, $$1 % 100 }'): build with a newer NCCL (make NCCL_HOME=dir))
+  endif
+endif
+
 .PHONY: all clean install help test
 all: $(BIN)
 
