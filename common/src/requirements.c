@@ -150,12 +150,25 @@ void fit_shared_gpu_kernels(int per_gpu, int device, int say)
                 NCCL_DOCUMENTED_RANKS_PER_GPU, per_gpu);
   const char *own = getenv("NCCL_MAX_CTAS");
   if (own != NULL && own[0] != '\0') {
+    /* NCCL reads the number strtoll reads (0 for "abc"; its default on an
+     * overflow) and ignores one below 1 (NCCL 2.30.7 src/misc/param.cc,
+     * src/init.cc): such a value limits nothing, so this program sets its
+     * own limit below instead. */
+    errno = 0;
+    long long value = strtoll(own, NULL, 0);
+    if (errno == 0 && value > 0) {
+      if (say)
+        printf("NCCL_MAX_CTAS=%s (yours): with %d ranks per GPU it must leave"
+               " every rank's kernels room on the GPU at once, or collectives"
+               " hang\n",
+               own, per_gpu);
+      return;
+    }
     if (say)
-      printf(
-          "NCCL_MAX_CTAS=%s (yours): with %d ranks per GPU it must leave every"
-          " rank's kernels room on the GPU at once, or collectives hang\n",
-          own, per_gpu);
-    return;
+      print_error("NCCL_MAX_CTAS=%s is no limit to NCCL, which reads it as a"
+                  " number (strtoll) and ignores one below 1: this program"
+                  " sets its own limit instead\n",
+                  own);
   }
   int sms = 0;
   CUDACHECK(

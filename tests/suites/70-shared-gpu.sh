@@ -86,6 +86,16 @@ for variant in sim-pthread sim-mpi; do
       want_out "NCCL_MAX_CTAS=8 (yours): with 4 ranks per GPU it must leave every rank's kernels room"
       want_out "Results verified correctly"; end
     fi
+    # NCCL reads "abc" as 0 and ignores it (NCCL 2.30.7 src/misc/param.cc,
+    # src/init.cc): the program sets its own limit, 132 SMs / 4 ranks.
+    c="shared-gpu/$mode/$p-NCCL_MAX_CTAS-not-a-number"
+    if { [ $mode = pthread ] || mpi_cases "$c"; } && begin "$c"; then
+      NCCL_MAX_CTAS=abc shared_run $variant $p 4 1 23007 -n $SMALL
+      want_status 0
+      want_err "NCCL_MAX_CTAS=abc is no limit to NCCL, which reads it as a number (strtoll) and ignores one below 1: this program sets its own limit instead"
+      want_out "NCCL_MAX_CTAS=$((132 / 4)): each rank's NCCL kernels use at most $((132 / 4)) of the GPU's 132 SMs"
+      want_out "Results verified correctly"; end
+    fi
     c="shared-gpu/$mode/$p-ncclCommWindowRegister-fails-on-rank-1"
     if { [ $mode = pthread ] || mpi_cases "$c"; } && begin "$c"; then
       SIM_FAIL=ncclCommWindowRegister:1 shared_run $variant $p 4 1 23007 -n $SMALL
