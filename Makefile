@@ -15,8 +15,9 @@ $(EXAMPLES):
 	$(MAKE) --no-print-directory -C $@/c
 	cp -f $@/c/$(PROGRAM_$@) $(PROGRAM_$@)
 
+# make test SUITE=bench: one file of tests/suites alone (tests/README.md).
 test:
-	bash tests/run_tests.sh
+	$(if $(SUITE),TEST_SUITE=$(SUITE) )bash tests/run_tests.sh
 
 test-faults:
 	bash tests/fault_matrix.sh

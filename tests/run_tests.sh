@@ -23,6 +23,9 @@
 #                   that Open MPI cannot connect 2 local ranks here
 # TEST_LANES=1      a whole run in one lane (default 3: three groups of
 #                   suites at once)
+# TEST_SUITE=name   run one file of tests/suites alone, named with or
+#                   without its number and .sh (60-bench, bench), building
+#                   only what its cases need; TEST_FILTER still applies
 #
 # The suite starts from a known environment: tests/lib/environment.sh
 # clears what the caller exported that would change a verdict.
@@ -39,6 +42,19 @@ LOG=${TEST_LOGS:-$B/logs}
 TIMEOUT=${TEST_TIMEOUT:-60}
 FILTER=${TEST_FILTER:-}
 LIST=${TEST_LIST:-}
+ONLY=""
+if [ -n "${TEST_SUITE:-}" ]; then
+  want=${TEST_SUITE%.sh}
+  for suite in tests/suites/*.sh; do
+    name=${suite##*/} && name=${name%.sh}
+    [ "$name" = "$want" ] || [ "${name#[0-9][0-9]-}" = "$want" ] && ONLY+="$suite "
+  done
+  if [ "$(echo $ONLY | wc -w)" != 1 ]; then
+    echo "run_tests.sh: TEST_SUITE=$TEST_SUITE names $(echo $ONLY | wc -w) suites; one of:" \
+      $(cd tests/suites && ls *.sh | sed 's/\.sh$//') >&2
+    exit 2
+  fi
+fi
 if [ -z "$LIST" ]; then
   rm -rf "$LOG"
   mkdir -p "$LOG/tmp"
@@ -56,7 +72,7 @@ if [ -z "$LIST" ]; then
   fi
   # A whole run builds everything at once, in parallel; a filtered run
   # builds only what its cases `need`.
-  if [ -z "$FILTER" ]; then
+  if [ -z "$FILTER" ] && [ -z "$ONLY" ]; then
     echo "# Building test programs ..."
     make -C tests -j"$(nproc)" >"$LOG/build.log" 2>&1 ||
       echo "# make -C tests failed (see $LOG/build.log); cases that need what did not build fail"
@@ -67,7 +83,7 @@ fi
 # (for a whole run the total comes from listing the cases first, which
 # runs nothing).
 total=""
-[ -z "$LIST" ] && [ -z "$FILTER" ] && total=" of $(TEST_LIST=1 bash "$ROOT/tests/run_tests.sh" 2>/dev/null | grep -c .)"
+[ -z "$LIST" ] && [ -z "$FILTER" ] && [ -z "$ONLY" ] && total=" of $(TEST_LIST=1 bash "$ROOT/tests/run_tests.sh" 2>/dev/null | grep -c .)"
 lane=""
 run_suite() { # FILE: runs its cases, then says how long it took
   local suite=$1 suite_start=$EPOCHREALTIME suite_first=$number n
@@ -97,7 +113,9 @@ background_lane() { # NAME "SUITES": runs them in the background, TAP to LOG/NAM
     done
   ) >"$LOG/$1-lane.tap" 2>&1 </dev/null &
 }
-if [ -z "$LIST" ] && [ -z "$FILTER" ] && [ "${TEST_LANES:-3}" = 3 ]; then
+if [ -n "$ONLY" ]; then
+  run_suite $ONLY
+elif [ -z "$LIST" ] && [ -z "$FILTER" ] && [ "${TEST_LANES:-3}" = 3 ]; then
   background_lane second "$SECOND_LANE"
   second_lane=$!
   background_lane third "$THIRD_LANE"
