@@ -24,6 +24,26 @@ if begin suite/case-names-unique; then
   end
 fi
 
+# tests/README.md's file map names every file under tests/ (tests/data/
+# as one line). missing_from_map README FILES...: the files not named.
+# The control: a file that is not in the map is found.
+missing_from_map() {
+  local map=$1 p
+  shift
+  for p in "$@"; do
+    case $p in tests/data/*) p=tests/data/ ;; *__pycache__*) continue ;; esac
+    grep -qF -- "$p " "$map" || echo "$p"
+  done
+}
+if begin suite/file-map-complete; then
+  run true
+  missing=$(missing_from_map tests/README.md $(tracked_files tests) | sort -u | head -n 5 | tr '\n' ' ')
+  [ -z "$missing" ] || why+="tests/README.md's file map lacks: $missing; "
+  [ -n "$(missing_from_map tests/README.md tests/suites/98-planted.sh)" ] ||
+    why+="the check misses a file that is not in the map (control); "
+  end
+fi
+
 # The mutants of `make test-mutants` stay current: each one's line occurs
 # once in its file (a refactor that moves a line must move its mutant).
 # The control: a list whose line occurs nowhere must be refused.
