@@ -55,6 +55,7 @@ if [ -n "${TEST_SUITE:-}" ]; then
     exit 2
   fi
 fi
+unset TEST_SUITE # a run of the suite from inside a case picks its own
 if [ -z "$LIST" ]; then
   rm -rf "$LOG"
   mkdir -p "$LOG/tmp"
