@@ -74,6 +74,10 @@ if [ -z "$LIST" ]; then
   # A whole run builds everything at once, in parallel; a filtered run
   # builds only what its cases `need`.
   if [ -z "$FILTER" ] && [ -z "$ONLY" ]; then
+    # Every case's name, listed beside the build (it runs nothing): the
+    # progress lines' total, and suite/case-names-unique reads it.
+    TEST_LIST=1 bash "$ROOT/tests/run_tests.sh" >"$LOG/case-list.txt" 2>/dev/null &
+    listing=$!
     echo "# Building test programs ..."
     make -C tests -j"$(nproc)" >"$LOG/build.log" 2>&1 ||
       echo "# make -C tests failed (see $LOG/build.log); cases that need what did not build fail"
@@ -81,10 +85,13 @@ if [ -z "$LIST" ]; then
 fi
 
 # Progress: after each suite, its cases and time, and how far the run is
-# (for a whole run the total comes from listing the cases first, which
-# runs nothing).
+# (for a whole run the total comes from the list made beside the build,
+# which ran nothing).
 total=""
-[ -z "$LIST" ] && [ -z "$FILTER" ] && [ -z "$ONLY" ] && total=" of $(TEST_LIST=1 bash "$ROOT/tests/run_tests.sh" 2>/dev/null | grep -c .)"
+if [ -n "${listing:-}" ]; then
+  wait "$listing"
+  total=" of $(grep -c . "$LOG/case-list.txt")"
+fi
 lane=""
 run_suite() { # FILE: runs its cases, then says how long it took
   local suite=$1 suite_start=$EPOCHREALTIME suite_first=$number n
