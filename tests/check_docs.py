@@ -309,19 +309,31 @@ def check_glossary(problems):
     return len(GLOSSARY_TERMS)
 
 
-def check_links(problems):
+# A lesson folder is copied with common/ alone (common/README.md): a link
+# from there to the rest of the suite names the page by its path in the
+# suite, so that the copy still says where the page lives.
+COPIED_WITH = {"01_allreduce": "common", "02_allgather": "common", "common": None}
+
+
+def check_links(problems, docs=None):
     """Every relative link of a tracked .md file names a file or folder
-    that exists."""
+    that exists; one from a lesson or common/ to the rest of the suite is
+    written [its/path](...). docs: (path in the tree, file to read) pairs."""
     checked = 0
-    for doc in tracked("*.md"):
-        text = open(os.path.join(ROOT, doc)).read()
-        for link in re.findall(r"\]\(([^)\s]+)\)", text):
+    for doc, source in docs or [(d, os.path.join(ROOT, d)) for d in tracked("*.md")]:
+        top = doc.split("/")[0]
+        for text, link in re.findall(r"\[([^\]]*)\]\(([^)\s]+)\)", open(source).read()):
             path = link.split("#")[0]
             if not path or re.match(r"^[a-z]+:", link):
                 continue
             checked += 1
-            if not os.path.exists(os.path.normpath(os.path.join(ROOT, os.path.dirname(doc), path))):
+            target = os.path.normpath(os.path.join(os.path.dirname(doc), path))
+            if not docs and not os.path.exists(os.path.join(ROOT, target)):
                 problems.append(f"{doc}: the link ({link}) names nothing that exists")
+            if top in COPIED_WITH and target.split("/")[0] not in (top, COPIED_WITH[top]) \
+                    and text.strip("`") != target:
+                problems.append(f"{doc}: the link [{text}]({link}) leaves what is copied with the "
+                                f"lesson: write it [{target}]({link}), so that a copy says where it lives")
     return checked
 
 
@@ -330,6 +342,13 @@ def main():
         problems = []
         check_users_text(problems, sys.argv[2:])
         check_typed_counts(problems, sys.argv[2:])
+        for p in problems:
+            print(p)
+        return 1 if problems else 0
+    if sys.argv[1:2] == ["--links-as"]:
+        # --links-as PATH FILE: FILE's links, as if FILE were PATH in the tree
+        problems = []
+        check_links(problems, [(sys.argv[2], sys.argv[3])])
         for p in problems:
             print(p)
         return 1 if problems else 0

@@ -37,6 +37,13 @@ else
     want_out "tests/data/docs/fixed-tmp.md:5: a fixed path in /tmp, in every other user's way on a shared machine"
     end
   fi
+  if begin docs/control/a-link-out-of-a-copied-lesson-without-its-place-fails; then
+    run python3 tests/check_docs.py --links-as 01_allreduce/c/README.md tests/data/docs/copied-lesson-link.md
+    want_status 1
+    want_out "01_allreduce/c/README.md: the link [troubleshooting page](../../docs/troubleshooting.md) leaves what is copied with the lesson: write it [docs/troubleshooting.md](../../docs/troubleshooting.md)"
+    [ "$(wc -l <"$f.out")" = 1 ] || why+="not the one problem wanted: $(wc -l <"$f.out") lines; "
+    end
+  fi
   if begin docs/control/an-unmarked-block-fails; then
     run python3 tests/doc_blocks.py --check tests/data/docs/unmarked.md
     want_status 1
