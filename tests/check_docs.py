@@ -320,7 +320,8 @@ def check_links(problems, docs=None):
     that exists; one from a lesson or common/ to the rest of the suite is
     written [its/path](...). docs: (path in the tree, file to read) pairs."""
     checked = 0
-    for doc, source in docs or [(d, os.path.join(ROOT, d)) for d in tracked("*.md")]:
+    for doc, source in docs or [(d, os.path.join(ROOT, d)) for d in tracked("*.md")
+                                if not d.startswith("tests/data/")]:
         top = doc.split("/")[0]
         for text, link in re.findall(r"\[([^\]]*)\]\(([^)\s]+)\)", open(source).read()):
             path = link.split("#")[0]
@@ -337,11 +338,34 @@ def check_links(problems, docs=None):
     return checked
 
 
+def where_run_pages():
+    """The pages that show results: README.md and the pages of docs/."""
+    return [d for d in tracked("*.md") if d == "README.md"
+            or (d.startswith("docs/") and d.count("/") == 1)
+            or re.match(r"^docs/[^/]+/README\.md$", d)]
+
+
+def check_where_run(problems, files=None):
+    """Every page that shows results says where they were run, in a
+    paragraph that starts **Where this was run.**"""
+    for doc in files or where_run_pages():
+        if not re.search(r"^\*\*Where this was run\.\*\* \S", open(os.path.join(ROOT, doc)).read(), re.M):
+            problems.append(f"{doc}: no paragraph '**Where this was run.** ...' (the GPU, the "
+                            "NCCL and the ranks of its samples and numbers, or the simulation)")
+    return len(files or where_run_pages())
+
+
 def main():
     if sys.argv[1:2] == ["--users-text"]:
         problems = []
         check_users_text(problems, sys.argv[2:])
         check_typed_counts(problems, sys.argv[2:])
+        for p in problems:
+            print(p)
+        return 1 if problems else 0
+    if sys.argv[1:2] == ["--where-run"]:
+        problems = []
+        check_where_run(problems, sys.argv[2:])
         for p in problems:
             print(p)
         return 1 if problems else 0
@@ -418,6 +442,7 @@ def main():
     checked += check_fact_citations(problems)
     checked += check_lifecycle_diagram(problems)
     checked += check_links(problems)
+    checked += check_where_run(problems)
     checked += check_users_text(problems)
     checked += check_glossary(problems)
     checked += check_typed_counts(problems)

@@ -44,6 +44,12 @@ else
     [ "$(wc -l <"$f.out")" = 1 ] || why+="not the one problem wanted: $(wc -l <"$f.out") lines; "
     end
   fi
+  if begin docs/control/a-page-without-where-it-was-run-fails; then
+    run python3 tests/check_docs.py --where-run tests/data/docs/internal-text.md
+    want_status 1
+    want_out "tests/data/docs/internal-text.md: no paragraph '**Where this was run.** ...'"
+    end
+  fi
   if begin docs/control/an-unmarked-block-fails; then
     run python3 tests/doc_blocks.py --check tests/data/docs/unmarked.md
     want_status 1
