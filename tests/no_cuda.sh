@@ -19,7 +19,11 @@ FILTER=${TEST_FILTER:-}
 LIST=${TEST_LIST:-}
 NCCL_WHEEL_VERSION=2.32.3 # the newest of the NCCL matrix (tests/suites/15-nccl-matrix.sh)
 . tests/lib/tap.sh
-CASES="no-cuda/simulate-threads no-cuda/simulate-mpi"
+# Both programs at 1, 2 and 8 ranks, as threads and as MPI processes.
+CASES=""
+for p in allreduce_sm allgather_ce; do
+  for n in 1 2 8; do CASES+=" no-cuda/simulate-threads/$p-$n no-cuda/simulate-mpi/$p-$n"; done
+done
 if [ -n "$LIST" ]; then
   for c in $CASES; do begin "$c"; done
   exit 0
@@ -55,24 +59,30 @@ python3 -m zipfile -e "$(wheel nvidia_cuda_runtime)" "$site" &&
   { echo "no_cuda.sh: cannot unpack the wheels" >&2; exit 1; }
 tracked_files . | (cd "$ROOT" && tar -cf - -T -) | tar -xf - -C "$repo"
 echo "# CUDA_HOME=$site/nvidia/cu13 ($(ls "$site/nvidia/cu13/include" | wc -l) headers, no toolkit); NCCL_HOME=$site/nvidia/nccl (nccl.h $NCCL_WHEEL_VERSION)"
-# In the copy, with only the wheels for CUDA and NCCL.
-LEARNER=(env -C "$repo" -u LD_LIBRARY_PATH CUDA_HOME="$site/nvidia/cu13" NCCL_HOME="$site/nvidia/nccl")
+# In the copy, with only the wheels for CUDA and NCCL: no CUDA folder on
+# PATH or LD_LIBRARY_PATH.
+path=$(tr ':' '\n' <<<"$PATH" | grep -v -i cuda | paste -sd:)
+LEARNER=(env -C "$repo" -u LD_LIBRARY_PATH PATH="$path" CUDA_HOME="$site/nvidia/cu13" NCCL_HOME="$site/nvidia/nccl")
 
-if begin no-cuda/simulate-threads; then
-  run "${LEARNER[@]}" NTHREADS=2 tools/simulate.sh allreduce_sm -n 64
+for c in $CASES; do
+  p=${c##*/} && n=${p##*-} && p=${p%-*}
+  case $c in
+    */simulate-threads/*)
+      begin "$c" || continue
+      run "${LEARNER[@]}" NTHREADS="$n" tools/simulate.sh "$p" -n 64
+      want_out "(${n} simulated GPU$([ "$n" = 1 ] || echo s), $n rank$([ "$n" = 1 ] || echo s))"
+      ;;
+    */simulate-mpi/*)
+      mpi_cases "$c" && begin "$c" || continue
+      run "${LEARNER[@]}" tools/simulate.sh --mpi "$n" "$p" -n 64
+      want_out "MPI initialized: rank $((n - 1)) of $n"
+      ;;
+  esac
   want_status 0
-  want_out "# SIMULATED: no GPU ran this; tests/sim stands in for CUDA and NCCL (2 simulated GPUs, 2 ranks)"
+  want_out "# SIMULATED: no GPU ran this"
   want_out "Results verified correctly"
   end
-fi
-c=no-cuda/simulate-mpi
-if mpi_cases "$c" && begin "$c"; then
-  run "${LEARNER[@]}" tools/simulate.sh --mpi 2 allgather_ce -n 64
-  want_status 0
-  want_out "MPI initialized: rank 1 of 2"
-  want_out "Results verified correctly"
-  end
-fi
+done
 echo "1..$number"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]
