@@ -52,7 +52,7 @@ need programs-sim-pthread
 start=$(date +%s)
 number=0 passed=0 failed=0 skipped=0
 fault_run_cells "$JOBS" "${cells[@]}"
-fault_every_call_injected faults/matrix-injects-every-call
+fault_every_call_injected fault-matrix/matrix-injects-every-call
 echo "# $(($(date +%s) - start)) s"
 echo "1..$number"
 echo "$passed passed, $failed failed, $skipped skipped"

@@ -15,7 +15,8 @@
 # TEST_TIMEOUT=s    limit per case (default 60)
 # TEST_FILTER=re    run only cases whose name matches the regular expression,
 #                   building only what they need
-# TEST_LIST=1       print the names of the cases (those TEST_FILTER keeps)
+# TEST_LIST=1       print the names of the cases (those TEST_FILTER keeps);
+#                   TEST_LIST=files: each with the suite file that makes it
 #                   without building or running anything
 # TEST_LOGS=dir     where the logs go (default tests/build/logs; a run of
 #                   the suite from inside the suite uses its own)
@@ -74,9 +75,10 @@ if [ -z "$LIST" ]; then
   # A whole run builds everything at once, in parallel; a filtered run
   # builds only what its cases `need`.
   if [ -z "$FILTER" ] && [ -z "$ONLY" ]; then
-    # Every case's name, listed beside the build (it runs nothing): the
-    # progress lines' total, and suite/case-names-unique reads it.
-    TEST_LIST=1 bash "$ROOT/tests/run_tests.sh" >"$LOG/case-list.txt" 2>/dev/null &
+    # Every case's name and suite, listed beside the build (it runs
+    # nothing): the progress lines' total, and the checks of the names
+    # (97-checks.sh) read it.
+    TEST_LIST=files bash "$ROOT/tests/run_tests.sh" >"$LOG/case-list.txt" 2>/dev/null &
     listing=$!
     echo "# Building test programs ..."
     make -C tests -j"$(nproc)" >"$LOG/build.log" 2>&1 ||
@@ -105,40 +107,48 @@ run_suite() { # FILE: runs its cases, then says how long it took
 }
 
 # A whole run takes three lanes at once (most cases wait on processes,
-# timers or builds of their own): the suites of the second and third lanes
-# run in the background, their TAP lines kept and numbered after the first
-# lane's. The fault suites share the census (tests/lib/faults.sh), so they
-# keep to one lane. The check over the whole run's logs (99-coverage.sh)
-# comes last. Everything the lanes `need` was built above.
-SECOND_LANE=" 12-mpi-settings.sh 63-whatran.sh 64-facts-check.sh 20-unit.sh 30-options.sh 40-output.sh 52-unkind.sh 60-bench.sh 62-cupti.sh 70-shared-gpu.sh "
-THIRD_LANE=" 11-seam.sh 15-nccl-matrix.sh 50-faults.sh 55-fault-matrix.sh "
-LAST=" 99-coverage.sh "
-background_lane() { # NAME "SUITES": runs them in the background, TAP to LOG/NAME.tap
+# timers or builds of their own): each suite names its lane at its top
+# ("# Lane: first", second, third or last). The suites of the second and
+# third lanes run in the background, their TAP lines kept and numbered
+# after the first lane's. The fault suites share the census
+# (tests/lib/faults.sh), so they keep to one lane. The check over the whole
+# run's logs (99-coverage.sh) is the last. Everything the lanes `need` was
+# built above.
+lane_of() { sed -n 's/^# Lane: \([a-z]*\).*/\1/p' "$1" | head -n 1; }
+for suite in tests/suites/*.sh; do
+  case $(lane_of "$suite") in first | second | third | last) ;; *)
+    echo "run_tests.sh: $suite names no lane: add a line '# Lane: first' (or second, third, last) at its top" >&2
+    exit 2
+    ;;
+  esac
+done
+run_lane() { # NAME: runs the suites of that lane, in order
+  local suite
+  for suite in tests/suites/*.sh; do
+    [ "$(lane_of "$suite")" = "$1" ] && run_suite "$suite"
+  done
+  return 0
+}
+background_lane() { # NAME: runs its suites in the background, TAP to LOG/NAME-lane.tap
   (
     number=0 passed=0 failed=0 skipped=0 lane="$1 lane" total=""
-    for suite in tests/suites/*.sh; do
-      [[ $2 == *" ${suite##*/} "* ]] && run_suite "$suite"
-    done
+    run_lane "$1"
   ) >"$LOG/$1-lane.tap" 2>&1 </dev/null &
 }
 if [ -n "$ONLY" ]; then
   run_suite $ONLY
 elif [ -z "$LIST" ] && [ -z "$FILTER" ] && [ "${TEST_LANES:-3}" = 3 ]; then
-  background_lane second "$SECOND_LANE"
+  background_lane second
   second_lane=$!
-  background_lane third "$THIRD_LANE"
+  background_lane third
   third_lane=$!
   whole=$total lane="first lane" total=""
-  for suite in tests/suites/*.sh; do
-    [[ $SECOND_LANE$THIRD_LANE$LAST == *" ${suite##*/} "* ]] || run_suite "$suite"
-  done
+  run_lane first
   wait "$second_lane" "$third_lane"
   replay_tap "$LOG/second-lane.tap"
   replay_tap "$LOG/third-lane.tap"
   lane="" total=$whole
-  for suite in tests/suites/*.sh; do
-    [[ $LAST == *" ${suite##*/} "* ]] && run_suite "$suite"
-  done
+  run_lane last
 else
   for suite in tests/suites/*.sh; do
     run_suite "$suite"

@@ -245,7 +245,7 @@ fi
 # tests/lib/environment.sh; it clears what as_user sets for the programs).
 if begin slurm/make-test-as-a-user-in-a-path-with-spaces; then
   TIMEOUT=300 run "$S/as-user" \
-    TEST_FILTER='^options/allreduce_sm-help$|^sim/sim-(pthread|mpi)/allreduce_sm-2$' make test
+    TEST_FILTER='^options/help/allreduce_sm$|^sim/sim-(pthread|mpi)/allreduce_sm-2$' make test
   want_status 0
   want_out "3 passed, 0 failed, 0 skipped"
   end

@@ -27,7 +27,7 @@
 # ...).
 #
 # TEST_KEEP_ENV=1 keeps everything: the suite's own check that this file
-# matters (suite/hermetic-*) runs with it once, and wants failures.
+# matters (checks/hermetic-*) runs with it once, and wants failures.
 
 SUITE_CLEARED=""
 own_environment() {

@@ -44,9 +44,9 @@ fault_ranks() { # N
 # CELL_NAME (no subshell: the whole matrix is named on every run).
 fault_name_of() {
   if [ "$1" = fails ]; then
-    CELL_NAME="faults/$2/$3/$4/$7-fails-on-rank-$6-of-$5"
+    CELL_NAME="fault-matrix/$2/$3/$4/$7-fails-on-rank-$6-of-$5"
   else
-    CELL_NAME="hang/$2/$3/$4/$7-on-rank-$6-of-$5"
+    CELL_NAME="fault-matrix/hang/$2/$3/$4/$7-on-rank-$6-of-$5"
   fi
 }
 

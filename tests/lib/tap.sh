@@ -2,7 +2,8 @@
 # output, and building on demand.
 #
 #   if begin NAME; then      starts a case; false if TEST_FILTER leaves it
-#     need TARGET...         out, or with TEST_LIST (which prints NAME)
+#     need TARGET...         out, or with TEST_LIST (which prints NAME,
+#                            and with TEST_LIST=files its suite's file)
 #     run CMD...; want_status 0; want_out TEXT ...
 #   end; fi                  prints "ok N - NAME" or "not ok N - NAME: why"
 #   skip NAME REASON         prints "ok N - NAME # SKIP REASON"
@@ -19,8 +20,8 @@ begin() {
   name=$1 why="" unbuilt=""
   f=$LOG/${name//[^A-Za-z0-9_.=-]/_} # log file stem
   [ -z "$FILTER" ] || [[ $name =~ $FILTER ]] || return 1
-  if [ -n "$LIST" ]; then
-    echo "$name"
+  if [ -n "$LIST" ]; then # TEST_LIST=files: also the suite that makes it
+    [ "$LIST" = files ] && echo "$name	${suite:-}" || echo "$name"
     return 1
   fi
   case_start=$EPOCHREALTIME

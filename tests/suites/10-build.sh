@@ -1,5 +1,6 @@
 # How the examples build: mode switches, clang, install, old headers.
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
+# Lane: first (tests/run_tests.sh runs the lanes of a whole run at once)
 
 # ------------------------------------------------------------- the build
 # Switching MPI=0/1 must relink the program in the other mode.
@@ -65,7 +66,7 @@ fi
 for case in "01_allreduce 22605 older than 2.27: symmetric windows need NCCL >= 2.27" \
   "02_allgather 22802 older than 2.28.3: allgather_ce needs NCCL >= 2.28.3"; do
   read -r ex code text <<<"$case"
-  if begin "build/$ex-with-nccl.h-$code"; then
+  if begin "build/old-nccl.h/$ex-$code"; then
     run cc -std=c11 -fsyntax-only -Icommon/include -Itests/old-nccl -DOLD_NCCL_CODE=$code \
       -idirafter "${CUDA_HOME:-/usr/local/cuda}/include" "$ex/c/main.c"
     want_failure
@@ -188,7 +189,7 @@ fi
 for ex in 01_allreduce:allreduce_sm 02_allgather:allgather_ce; do
   p=${ex#*:} ex=${ex%:*}
   for mode in pthread mpi; do
-    c=build/$ex-make-test-$mode
+    c=build/make-test/$ex-$mode
     [ $mode = mpi ] && { mpi_cases "$c" || continue; }
     begin "$c" || continue
     # NP: the default 2 where the GPUs allow it (one rank per GPU without

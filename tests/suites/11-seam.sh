@@ -2,6 +2,7 @@
 # watches and measures it): the lean build, a lesson copied with common/
 # alone, the boundary, common/'s size, and CMake beside make.
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
+# Lane: third (tests/run_tests.sh runs the lanes of a whole run at once)
 
 EXAMPLES_PROGRAMS="01_allreduce:allreduce_sm 02_allgather:allgather_ce"
 SIM_LINK=(RUNTIME_LIBS="$B/sim-pthread/sim.o" LDFLAGS="-Wl,--wrap=set_error_rank")
@@ -149,12 +150,12 @@ cmake_build() { # cmake_build DIR ARGS...: configures and builds; sets $status
   status=$?
 }
 if ! command -v cmake >/dev/null; then
-  skip cmake/sim-pthread "cmake is not installed"
-  skip cmake/sim-lean "cmake is not installed"
+  skip seam/cmake/sim-pthread "cmake is not installed"
+  skip seam/cmake/sim-lean "cmake is not installed"
 else
   for lean in OFF ON; do
-    c=cmake/sim-pthread
-    [ $lean = ON ] && c=cmake/sim-lean
+    c=seam/cmake/sim-pthread
+    [ $lean = ON ] && c=seam/cmake/sim-lean
     if begin "$c"; then
       need sim-pthread/sim.o
       dir=$B/${c//\//-}
@@ -180,7 +181,7 @@ else
     fi
   done
 fi
-if command -v cmake >/dev/null && begin cmake/nccl-in-a-wheel-layout-and-ctest; then
+if command -v cmake >/dev/null && begin seam/cmake/nccl-in-a-wheel-layout-and-ctest; then
   need sim-pthread/sim.o
   w=$B/cmake-wheel
   rm -rf "$w" && mkdir -p "$w/nccl/include" "$w/nccl/lib"

@@ -8,7 +8,10 @@
 # ~/.cache/nccl-wheels); a missing one is downloaded with pip when
 # NCCL_MATRIX_DOWNLOAD=1 (.ci/run sets it), else its cases are skipped.
 # NCCL_MATRIX="2.27.7 2.32.3" picks the versions.
+# Cases: nccl-matrix/2.27.7/... and nccl-matrix/2.32.3/... (one family per
+# wheel version).
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
+# Lane: third (tests/run_tests.sh runs the lanes of a whole run at once)
 
 WHEELS=${NCCL_WHEELS:-$HOME/.cache/nccl-wheels}
 for v in ${NCCL_MATRIX:-2.27.7 2.32.3}; do

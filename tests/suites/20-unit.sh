@@ -1,5 +1,6 @@
 # Unit tests of common/ (options, verification, the transports).
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
+# Lane: second (tests/run_tests.sh runs the lanes of a whole run at once)
 
 # ------------------------------------------------------------ unit tests
 if begin unit/options; then need unit/test_options; run "$B/unit/test_options"; want_status 0; end; fi
@@ -35,7 +36,7 @@ if begin unit/bench-timing; then
 fi
 if begin unit/verify; then need unit/test_verify; run "$B/unit/test_verify"; want_status 0; end; fi
 for n in 1 2 3 4 5 6 7 8; do
-  if begin "unit/bootstrap-pthread-$n"; then
+  if begin "unit/bootstrap-pthread/$n"; then
     need unit/test_bootstrap
     run "$B/unit/test_bootstrap" $n
     want_status 0
@@ -45,7 +46,7 @@ for n in 1 2 3 4 5 6 7 8; do
       why+="lines not in rank order; "
     end
   fi
-  if begin "unit/bootstrap-tsan-$n"; then
+  if begin "unit/bootstrap-tsan/$n"; then
     need unit/test_bootstrap_tsan
     run "$B/unit/test_bootstrap_tsan" $n
     want_status 0
@@ -55,8 +56,8 @@ for n in 1 2 3 4 5 6 7 8; do
   fi
 done
 for n in 1 2 3 4; do
-  mpi_cases "unit/bootstrap-mpi-$n" || continue
-  if begin "unit/bootstrap-mpi-$n"; then
+  mpi_cases "unit/bootstrap-mpi/$n" || continue
+  if begin "unit/bootstrap-mpi/$n"; then
     need unit/test_bootstrap_mpi
     run "${MPIRUN[@]}" -np $n "$B/unit/test_bootstrap_mpi"
     want_status 0

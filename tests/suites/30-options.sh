@@ -1,18 +1,19 @@
 # The real programs, as users built them: options, and no GPU here.
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
+# Lane: second (tests/run_tests.sh runs the lanes of a whole run at once)
 
 # --------------------------------- the real programs: options and no GPU
 for p in $PROGRAMS; do
   bin=$B/real-pthread/$p
-  if begin "options/$p-help"; then
+  if begin "options/help/$p"; then
     need real-programs-pthread
     run "$bin" -h; want_status 0; want_out "Usage: $p"; end
   fi
-  if begin "options/$p-unknown-option"; then
+  if begin "options/unknown-option/$p"; then
     need real-programs-pthread
     run "$bin" --bogus; want_status 2; want_err "unknown option '--bogus'"; want_err "$p: run '$p -h' for the options"; end
   fi
-  if begin "options/$p-unknown-option-in-a-cluster"; then
+  if begin "options/unknown-option-in-a-cluster/$p"; then
     need real-programs-pthread
     run "$bin" -zq; want_status 2; want_err "$p: unknown option '-z'"; want_err "$p: run '$p -h' for the options"; end
   fi
@@ -20,7 +21,7 @@ for p in $PROGRAMS; do
   # typed (getopt gives no letter for it; a raw byte was printed once), an
   # abbreviation included.
   for a in --bench=1 --overlap=1 --graph=no --help=yes --ben=1; do
-    if begin "options/$p-value-to-$a"; then
+    if begin "options/value-to/$p-$a"; then
       need real-programs-pthread
       case $a in --help=*) o=--help ;; --graph=*) o=--graph ;; --overlap=*) o=--overlap ;; *) o=--bench ;; esac
       run "$bin" "$a"; want_status 2; want_err "$p: option '$o' takes no value (got '$a')"; end
@@ -29,33 +30,33 @@ for p in $PROGRAMS; do
   # MPI parses the command line twice on a rank whose mistake rank 0 does
   # not share (quietly first): the second parse must start afresh, not
   # inside the cluster the first one stopped in.
-  if begin "options/$p-mpi-unknown-option-in-a-cluster" && mpi_cases "$name"; then
+  if begin "options/mpi-unknown-option-in-a-cluster/$p" && mpi_cases "$name"; then
     need programs-sim-mpi
     SIM_DIR=$TMPDIR run "${MPIRUN[@]}" -np 1 "$B/sim-mpi/$p" -n 16 : -np 1 "$B/sim-mpi/$p" -zq
     want_status 2; want_err "$p: rank 1: unknown option '-z'"; end
   fi
-  if begin "options/$p-long-option-value-missing"; then
+  if begin "options/long-option-value-missing/$p"; then
     need real-programs-pthread
     run "$bin" --bench --csv; want_status 2; want_err "$p: option '--csv' needs a value"; end
   fi
   for v in 0 abc 2x -5 99999999999999999999999; do
-    if begin "options/$p-count-$v"; then
+    if begin "options/count/$p-$v"; then
       need real-programs-pthread
       run "$bin" -n "$v"; want_status 2; want_err "invalid count '$v'"; end
     fi
   done
-  if begin "options/$p-help-to-a-full-disk"; then
+  if begin "options/help-to-a-full-disk/$p"; then
     need real-programs-pthread
     run sh -c '"$0" -h >/dev/full' "$bin"
     want_status 1; want_err "$p: writing to standard output failed: No space left on device"; end
   fi
-  if begin "options/$p-unexpected-argument"; then
+  if begin "options/unexpected-argument/$p"; then
     need real-programs-pthread
     run "$bin" 16; want_status 2; want_err "unexpected argument '16'"; want_err "$p: run '$p -h' for the options"; end
   fi
   # Every mistake on the command line takes one form: a line naming it and
   # what is allowed, then the line that points at -h; never the whole usage.
-  if begin "options/$p-one-form-for-every-mistake"; then
+  if begin "options/one-form-for-every-mistake/$p"; then
     need real-programs-pthread
     for args in "--bogus" "-zq" "16" "-n" "-n 0" "-n 1K" "--timeout x" "--csv out.csv" "--bench=1" \
       "--bench -n 16" "--bench -f 1" "--bench -r 5 -i 4" "--bench -b 2M -e 1M"; do
@@ -69,28 +70,28 @@ for p in $PROGRAMS; do
     done
     end
   fi
-  if begin "options/$p-count-missing"; then
+  if begin "options/count-missing/$p"; then
     need real-programs-pthread
     run "$bin" -n; want_status 2; want_err "option '-n' needs a value"; end
   fi
   for v in -1 abc 86401 1.5; do
-    if begin "options/$p-timeout-$v"; then
+    if begin "options/timeout/$p-$v"; then
       need real-programs-pthread
       run "$bin" --timeout "$v"; want_status 2; want_err "invalid --timeout '$v': use whole seconds from 0 (never) to 86400"; end
     fi
   done
   for v in 1025 99999999999; do
-    if begin "options/$p-NTHREADS=$v"; then
+    if begin "options/NTHREADS/$p=$v"; then
       need real-programs-pthread
       NTHREADS=$v run "$bin"; want_status 2; want_err "invalid NTHREADS='$v': at most 1024 ranks run as threads of one process"; end
     fi
   done
-  if begin "options/$p-count-with-bench"; then
+  if begin "options/count-with-bench/$p"; then
     need real-programs-pthread
     run "$bin" --bench -n 16; want_status 2; want_err "option '-n' does not apply to --bench"; end
   fi
   for v in abc 2x 0 -1 "" " 2"; do
-    if begin "options/$p-NTHREADS=$v"; then
+    if begin "options/NTHREADS/$p=$v"; then
       need real-programs-pthread
       NTHREADS="$v" run "$bin"
       want_status 2; want_err "invalid NTHREADS='$v'"; want_err "use a whole number from 1 to"
@@ -98,7 +99,7 @@ for p in $PROGRAMS; do
     fi
   done
   # No GPU: this machine, or a GPU machine with every GPU hidden.
-  if begin "nogpu/$p-pthread"; then
+  if begin "options/nogpu/$p-pthread"; then
     need real-programs-pthread
     CUDA_VISIBLE_DEVICES= run "$bin"
     want_status 1; want_err "$p: no usable GPU: cudaGetDeviceCount failed:"
@@ -110,7 +111,7 @@ for p in $PROGRAMS; do
       why+="the insufficient-driver message does not say that no driver may be installed; "
     end
   fi
-  if mpi_cases "nogpu/$p-mpi" && begin "nogpu/$p-mpi"; then
+  if mpi_cases "options/nogpu/$p-mpi" && begin "options/nogpu/$p-mpi"; then
     need real-programs-mpi
     CUDA_VISIBLE_DEVICES= run "${MPIRUN[@]}" -np 2 "$B/real-mpi/$p"
     want_status 1; want_err "$p: rank 0: no usable GPU: cudaGetDeviceCount failed:"
@@ -171,7 +172,7 @@ OPTION_EDGES='-n 0 refused
 --timeout -1 refused
 --timeout 1s refused'
 for p in $PROGRAMS; do
-  if begin "options/$p-numeric-options-at-their-edges"; then
+  if begin "options/numeric-options-at-their-edges/$p"; then
     need programs-sim-pthread
     while read -r opt value verdict others; do
       # shellcheck disable=SC2086 # the other options are words

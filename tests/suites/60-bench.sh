@@ -1,5 +1,9 @@
 # --bench: the table, the CSV, the plot, and its failures.
+# Cases: bench/sim-pthread/..., bench/sim-mpi/... and bench/asan-pthread/...
+# (the bench on the simulation, threads, MPI, AddressSanitizer),
+# bench/plot/..., bench/options/..., bench/compare-nccl-tests-....
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
+# Lane: second (tests/run_tests.sh runs the lanes of a whole run at once)
 
 # ------------------------------------------------------------- --bench
 nmodes_of() { [ "$1" = allreduce_sm ] && echo 2 || echo 3; }
@@ -539,18 +543,10 @@ if begin "bench/sim-pthread/allreduce_sm-repeat-more-than-iters"; then
   end
 fi
 
-# The tools' own help, and check_gpu_machine.sh refusing where there is no
-# GPU (before its `make clean`, which would take the user's builds).
-if begin tools/compare-nccl-tests-help; then
+# The comparison's own help.
+if begin bench/compare-nccl-tests-help; then
   run python3 tools/compare_nccl_tests.py --help
   want_status 0
   want_out "NCCL_TESTS_HOME=dir tools/compare_nccl_tests.py PROGRAM [options]"
-  end
-fi
-if [ "$NGPUS" = 0 ] && begin tools/check-gpu-machine-refuses-without-a-gpu; then
-  run bash tools/check_gpu_machine.sh "$TMPDIR/gpu-logs"
-  want_status 2
-  want_err "check_gpu_machine.sh: no GPU here (nvidia-smi -L lists none)"
-  [ ! -e "$TMPDIR/gpu-logs" ] || why+="it made its log folder; "
   end
 fi

@@ -7,6 +7,7 @@
 # does (its windows and buffers) and from the simulation's records, as
 # tests/sim/cupti.c names them (the H200's names where it recorded them).
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
+# Lane: second (tests/run_tests.sh runs the lanes of a whole run at once)
 
 if [ ! -f "${CUDA_HOME:-/usr/local/cuda}/include/cupti.h" ]; then
   skip "whatran/other-style-program" "no cupti.h in ${CUDA_HOME:-/usr/local/cuda}/include"
@@ -99,7 +100,7 @@ fi
 # every kernel is tied to its call (2 ranks x 3 eager calls, and 2 x 2
 # replays, each one kernel on the simulation), and the replays are calls
 # of their own.
-if begin tools/gaps-on-the-simulation; then
+if begin whatran/gaps-on-the-simulation; then
   need whatran-programs
   SIM_DIR=$TMPDIR run "$S/other_style"
   plain_status=$status

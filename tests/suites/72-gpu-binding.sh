@@ -5,6 +5,7 @@
 # devices its own UUID, so two processes that see "device 0" may use two
 # GPUs or one; the programs compare the UUIDs.
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
+# Lane: first (tests/run_tests.sh runs the lanes of a whole run at once)
 
 # bound_run PROGRAM LIST ARGS...: mpirun with one process per entry of the
 # comma-separated LIST, process i seeing the machine's device LIST[i] alone
@@ -25,13 +26,13 @@ bound_run() {
 SIM_GPU0=GPU-513d0000-c0de-4000-8000-000000000000
 
 for p in $PROGRAMS; do
-  c="binding/mpi/$p-one-gpu-per-task"
+  c="gpu-binding/mpi/$p-one-gpu-per-task"
   if mpi_cases "$c" && begin "$c"; then
     expected $p 2 --count $SMALL --mode mpi --gpus 1 >"$f.expected"
     bound_run $p 0,1 -n $SMALL
     want_status 0; want_out_file "$f.expected"; no_violation; end
   fi
-  c="binding/mpi/$p-two-tasks-one-gpu"
+  c="gpu-binding/mpi/$p-two-tasks-one-gpu"
   if mpi_cases "$c" && begin "$c"; then
     bound_run $p 0,0 -n $SMALL
     want_failure
@@ -41,13 +42,13 @@ for p in $PROGRAMS; do
       why+="the node's verdict was said $(grep -c 'share GPUs' "$f.err") times, not once; "
     no_out "Starting"; end
   fi
-  c="binding/mpi/$p-two-tasks-one-gpu-nccl-2.30.7-shares"
+  c="gpu-binding/mpi/$p-two-tasks-one-gpu-nccl-2.30.7-shares"
   if mpi_cases "$c" && begin "$c"; then
     expected $p 2 --count $SMALL --mode mpi --gpus 1 --shared-sms 132 >"$f.expected"
     NCCL_MULTI_RANK_GPU_ENABLE=1 SIM_NCCL_VERSION=23007 bound_run $p 0,0 -n $SMALL
     want_status 0; want_out_file "$f.expected"; no_violation; end
   fi
-  c="binding/mpi/$p-two-tasks-one-gpu-nccl-2.28.3-refuses"
+  c="gpu-binding/mpi/$p-two-tasks-one-gpu-nccl-2.28.3-refuses"
   if mpi_cases "$c" && begin "$c"; then
     NCCL_MULTI_RANK_GPU_ENABLE=1 SIM_NCCL_VERSION=22803 bound_run $p 0,0 -n $SMALL
     want_failure
@@ -55,7 +56,7 @@ for p in $PROGRAMS; do
     want_err "(ranks 0 and 1 use $SIM_GPU0)"
     no_out "Starting"; end
   fi
-  c="binding/mpi/$p-three-tasks-two-gpus"
+  c="gpu-binding/mpi/$p-three-tasks-two-gpus"
   if mpi_cases "$c" && begin "$c"; then
     bound_run $p 1,0,1 -n $SMALL
     want_failure
@@ -63,13 +64,13 @@ for p in $PROGRAMS; do
     no_out "Starting"; end
   fi
 done
-c="binding/pthread/allreduce_sm-CUDA_VISIBLE_DEVICES=1"
+c="gpu-binding/pthread/allreduce_sm-CUDA_VISIBLE_DEVICES=1"
 if begin "$c"; then
   expected allreduce_sm 1 --count $SMALL >"$f.expected"
   CUDA_VISIBLE_DEVICES=1 SIM_DEVICES=2 sim_run sim-pthread allreduce_sm 1 -n $SMALL
   want_status 0; want_out_file "$f.expected"; no_violation; end
 fi
-c="binding/pthread/allreduce_sm-CUDA_VISIBLE_DEVICES-names-no-device"
+c="gpu-binding/pthread/allreduce_sm-CUDA_VISIBLE_DEVICES-names-no-device"
 if begin "$c"; then
   CUDA_VISIBLE_DEVICES=7 SIM_DEVICES=2 sim_run sim-pthread allreduce_sm 1 -n $SMALL
   want_status 1

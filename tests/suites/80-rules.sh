@@ -1,5 +1,6 @@
 # The lifecycle rules the simulation enforces, each with a wrong program.
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
+# Lane: first (tests/run_tests.sh runs the lanes of a whole run at once)
 
 # ------------------------------------------ lifecycle rules are enforced
 # Every rule the simulation enforces has a deliberately wrong program.
@@ -11,7 +12,7 @@ rules |= set(re.findall(r'"ncclsim: RULE VIOLATION \[([a-z][a-zA-Z-]*)\]', text)
 print(" ".join(sorted(rules)))
 PY
 )
-if begin rule/every-rule-has-a-wrong-program; then
+if begin rules/every-rule-has-a-wrong-program; then
   need sim-pthread/rules
   run "$B/sim-pthread/rules"
   RULE_PROGRAMS=$(sed -n 's/^usage: rules CASE, one of: //p' "$f.err" | tr ' ' '\n' | sort | paste -sd' ')
@@ -21,7 +22,7 @@ if begin rule/every-rule-has-a-wrong-program; then
   end
 fi
 for rule in $SIM_RULES; do
-  if begin "rule/$rule"; then
+  if begin "rules/violation/$rule"; then
     need sim-pthread/rules
     SIM_DIR=$TMPDIR SIM_TIMEOUT_MS=1000 run "$B/sim-pthread/rules" "$rule"
     want_status 70

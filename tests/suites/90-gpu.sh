@@ -1,5 +1,6 @@
 # The real programs on the GPUs of this machine, if it has any.
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
+# Lane: first (tests/run_tests.sh runs the lanes of a whole run at once)
 
 # ------------------------------------------------ the real programs on GPUs
 # stall_case NAME NRANKS STALLED MODE PROGRAM [CALL]: a real hang. A
@@ -85,9 +86,9 @@ if [ "$NGPUS" -gt 0 ]; then
         NCCL_LOCAL_REGISTER=0 NTHREADS=1 run "$B/real-pthread/$p"
         want_status 0; want_real_output "$f.expected"; end
       fi
-      [ $n = 1 ] && stall_case "hang/gpu/pthread/$p-register-1-rank" 1 0 pthread $p
+      [ $n = 1 ] && stall_case "gpu/hang/pthread/$p-register-1-rank" 1 0 pthread $p
       mpi_cases "gpu/mpi/$p-$n" || continue
-      [ $n = 1 ] && stall_case "hang/gpu/mpi/$p-register-1-rank" 1 0 mpi $p
+      [ $n = 1 ] && stall_case "gpu/hang/mpi/$p-register-1-rank" 1 0 mpi $p
       if begin "gpu/mpi/$p-$n"; then
         expected $p $n --mode mpi --no-report "${windows[@]}" >"$f.expected"
         need real-programs-mpi
@@ -102,7 +103,7 @@ if [ "$NGPUS" -gt 0 ]; then
   # docs/facts recorded for the same version: a difference fails, showing
   # both lines; a version with no record is said, not failed.
   for n in 1 2; do
-    c="facts/gpu/$n-rank"
+    c="gpu/facts/$n-rank"
     [ $n -gt 1 ] && [ "$NCCL_CODE" -lt 23000 ] && { skip "$c" "NCCL $nccl_name cannot share a GPU (2.30 can)"; continue; }
     begin "$c" || continue
     record=$ROOT/docs/facts/nccl-$nccl_name-${n}rank$([ $n -gt 1 ] && echo s).tsv
@@ -128,7 +129,7 @@ if [ "$NGPUS" -gt 0 ]; then
     fi
     end
   done
-  if [ "$NCCL_CODE" -ge 23000 ] && begin what-ran/gpu/allgather_ce-NCCL_CTA_POLICY=0-2-ranks; then
+  if [ "$NCCL_CODE" -ge 23000 ] && begin gpu/what-ran/allgather_ce-NCCL_CTA_POLICY=0-2-ranks; then
     need real-programs-pthread
     NCCL_CTA_POLICY=0 NCCL_MULTI_RANK_GPU_ENABLE=1 NTHREADS=2 run "$B/real-pthread/allgather_ce"
     want_status 0
@@ -137,27 +138,27 @@ if [ "$NGPUS" -gt 0 ]; then
     end
   fi
   if [ "$NCCL_CODE" -lt 23000 ]; then
-    skip "shared-gpu/gpu/*" "the loaded NCCL (code ${NCCL_CODE:-unknown}) is older than 2.30, which lets ranks share a GPU (build with NCCL_HOME=<NCCL 2.30+>)"
+    skip "gpu/shared-gpu/*" "the loaded NCCL (code ${NCCL_CODE:-unknown}) is older than 2.30, which lets ranks share a GPU (build with NCCL_HOME=<NCCL 2.30+>)"
   else
     for p in $PROGRAMS; do
       for n in $(seq $((NGPUS + 1)) $((NGPUS * 8 < 8 ? NGPUS * 8 : 8))); do
-        if begin "shared-gpu/gpu/pthread/$p-$n"; then
+        if begin "gpu/shared-gpu/pthread/$p-$n"; then
           expected $p $n --gpus $NGPUS --shared-sms $GPU_SMS --no-report >"$f.expected"
           need real-programs-pthread
           NCCL_MULTI_RANK_GPU_ENABLE=1 NTHREADS=$n run "$B/real-pthread/$p"
           want_status 0; want_real_output "$f.expected"; end
         fi
-        mpi_cases "shared-gpu/gpu/mpi/$p-$n" || continue
-        if begin "shared-gpu/gpu/mpi/$p-$n"; then
+        mpi_cases "gpu/shared-gpu/mpi/$p-$n" || continue
+        if begin "gpu/shared-gpu/mpi/$p-$n"; then
           expected $p $n --mode mpi --gpus $NGPUS --shared-sms $GPU_SMS --no-report >"$f.expected"
           need real-programs-mpi
           NCCL_MULTI_RANK_GPU_ENABLE=1 run "${MPIRUN[@]}" -np $n "$B/real-mpi/$p"
           want_status 0; want_real_output "$f.expected"; end
         fi
       done
-      NCCL_MULTI_RANK_GPU_ENABLE=1 stall_case "hang/gpu/pthread/$p-register-rank-1-of-2-sharing" 2 1 pthread $p
-      mpi_cases "hang/gpu/mpi/$p-register-rank-1-of-2-sharing" &&
-        NCCL_MULTI_RANK_GPU_ENABLE=1 stall_case "hang/gpu/mpi/$p-register-rank-1-of-2-sharing" 2 1 mpi $p
+      NCCL_MULTI_RANK_GPU_ENABLE=1 stall_case "gpu/hang/pthread/$p-register-rank-1-of-2-sharing" 2 1 pthread $p
+      mpi_cases "gpu/hang/mpi/$p-register-rank-1-of-2-sharing" &&
+        NCCL_MULTI_RANK_GPU_ENABLE=1 stall_case "gpu/hang/mpi/$p-register-rank-1-of-2-sharing" 2 1 mpi $p
       # One rank held back before its collective. AllReduce: the others'
       # collectives return at once and they wait in cudaStreamSynchronize;
       # the watchdog must blame the held rank. AllGather on the copy
@@ -165,14 +166,14 @@ if [ "$NGPUS" -gt 0 ]; then
       coll=$([ $p = allreduce_sm ] && echo ncclAllReduce || echo ncclAllGather)
       for n in 2 4; do
         for held in $([ $n = 4 ] && echo 0) $((n - 1)); do
-          NCCL_MULTI_RANK_GPU_ENABLE=1 stall_case "hang/gpu/pthread/$p-$coll-rank-$held-of-$n-sharing" $n $held pthread $p $coll
-          mpi_cases "hang/gpu/mpi/$p-$coll-rank-$held-of-$n-sharing" &&
-            NCCL_MULTI_RANK_GPU_ENABLE=1 stall_case "hang/gpu/mpi/$p-$coll-rank-$held-of-$n-sharing" $n $held mpi $p $coll
+          NCCL_MULTI_RANK_GPU_ENABLE=1 stall_case "gpu/hang/pthread/$p-$coll-rank-$held-of-$n-sharing" $n $held pthread $p $coll
+          mpi_cases "gpu/hang/mpi/$p-$coll-rank-$held-of-$n-sharing" &&
+            NCCL_MULTI_RANK_GPU_ENABLE=1 stall_case "gpu/hang/mpi/$p-$coll-rank-$held-of-$n-sharing" $n $held mpi $p $coll
         done
       done
       if [ -e "$B/hooks/cupti_enable_fails.so" ]; then
-        mpi_cases "cupti/gpu/mpi/$p-bench-cuptiActivityEnable-fails-on-rank-1" &&
-          cupti_fails_case "cupti/gpu/mpi/$p-bench-cuptiActivityEnable-fails-on-rank-1" $p
+        mpi_cases "gpu/cupti/mpi/$p-bench-cuptiActivityEnable-fails-on-rank-1" &&
+          cupti_fails_case "gpu/cupti/mpi/$p-bench-cuptiActivityEnable-fails-on-rank-1" $p
       fi
       # Emulated nodes: each MPI rank gets NCCL_HOSTID=node<rank / per
       # node>, so NCCL takes ranks of different ids for different hosts
@@ -201,7 +202,7 @@ if [ "$NGPUS" -gt 0 ]; then
         done
       done
       for n in 2 4; do
-        if begin "shared-gpu/gpu/pthread/$p-bench-$n"; then
+        if begin "gpu/shared-gpu/pthread/$p-bench-$n"; then
           need real-programs-pthread
           NCCL_MULTI_RANK_GPU_ENABLE=1 NTHREADS=$((n * NGPUS)) run "$B/real-pthread/$p" --bench -b 1K -e 64M -f 16 -w 2 -i 5 --overlap
           want_status 0; want_out "Benchmark results verified correctly"; no_out " none "; end
@@ -211,6 +212,15 @@ if [ "$NGPUS" -gt 0 ]; then
   fi
 else
   skip "gpu/*" "no GPU visible (nvidia-smi lists none): the real programs ran only up to the GPU check"
-  skip "shared-gpu/gpu/*" "no GPU visible (nvidia-smi lists none)"
+  skip "gpu/shared-gpu/*" "no GPU visible (nvidia-smi lists none)"
 fi
 
+# tools/check_gpu_machine.sh refuses where there is no GPU, before its
+# `make clean` (which would take the user's builds).
+if [ "$NGPUS" = 0 ] && begin gpu/check-gpu-machine-refuses-without-a-gpu; then
+  run bash tools/check_gpu_machine.sh "$TMPDIR/gpu-logs"
+  want_status 2
+  want_err "check_gpu_machine.sh: no GPU here (nvidia-smi -L lists none)"
+  [ ! -e "$TMPDIR/gpu-logs" ] || why+="it made its log folder; "
+  end
+fi

@@ -1,5 +1,6 @@
 # The Python variants (nccl4py, CuPy, mpi4py).
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
+# Lane: first (tests/run_tests.sh runs the lanes of a whole run at once)
 
 # ------------------------------------------------- the Python variants
 PY_SCRIPTS="01_allreduce/python/allreduce_sm.py 02_allgather/python/allgather_ce.py"
@@ -46,7 +47,7 @@ fi
 if command -v python3 >/dev/null; then
   for script in $PY_SCRIPTS; do
     p=$(basename "$script")
-    if begin "python/$p-without-mpi4py"; then
+    if begin "python/without-mpi4py/$p"; then
       mkdir -p "$TMPDIR/no-mpi4py/mpi4py"
       printf '%s\n' "raise ModuleNotFoundError(\"No module named 'mpi4py'\", name='mpi4py')" \
         >"$TMPDIR/no-mpi4py/mpi4py/__init__.py"
@@ -94,11 +95,11 @@ for script in $PY_SCRIPTS; do
     fi
   done
   if [ -n "$PY_SHARED_REASON" ]; then
-    skip "shared-gpu/python/$p" "$PY_SHARED_REASON"
+    skip "python/shared-gpu/$p" "$PY_SHARED_REASON"
     continue
   fi
   for n in $(seq $((NGPUS + 1)) $((NGPUS * 4 < 8 ? NGPUS * 4 : 8))); do
-    if begin "shared-gpu/python/$p-$n"; then
+    if begin "python/shared-gpu/$p-$n"; then
       expected $p $n --mode mpi --gpus $NGPUS --shared-sms $GPU_SMS --no-report >"$f.expected"
       NCCL_MULTI_RANK_GPU_ENABLE=1 run "${MPIRUN[@]}" "${PY_PRELOAD[@]}" -np $n python3 "$script"
       want_status 0; want_out_file "$f.expected"; end

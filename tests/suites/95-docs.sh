@@ -4,6 +4,7 @@
 # file, docs/FILE. The controls give doc_blocks.py the pages of
 # tests/data/docs and want each to fail, and say why.
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
+# Lane: first (tests/run_tests.sh runs the lanes of a whole run at once)
 
 if ! command -v python3 >/dev/null; then
   skip docs/every-shell-block-marked "python3 not installed"
@@ -71,13 +72,13 @@ else
     [ -n "$LIST" ] || lacking=$(DOC_BLOCKS_NO_MPI=$([ $HAVE_MPI = 0 ] && echo 1) python3 tests/doc_blocks.py --missing "$doc")
     if [ -n "$lacking" ]; then
       if [ -n "$MPI_CHECK" ] && [ $HAVE_MPI = 0 ] && [ "$lacking" = mpirun ]; then
-        skip "docs/$doc" "its blocks use mpirun: $NO_MPI"
+        skip "docs/blocks/$doc" "its blocks use mpirun: $NO_MPI"
       else
-        skip "docs/$doc" "its blocks use $lacking, not installed here"
+        skip "docs/blocks/$doc" "its blocks use $lacking, not installed here"
       fi
       continue
     fi
-    if begin "docs/$doc"; then
+    if begin "docs/blocks/$doc"; then
       need programs-sim-pthread
       TIMEOUT=300 run python3 tests/doc_blocks.py --run "$doc" --time-limit 280
       want_status 0

@@ -1,9 +1,10 @@
 # Docs against code, the suite itself, static analysis.
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
+# Lane: first (tests/run_tests.sh runs the lanes of a whole run at once)
 
 # ------------------------------------------- the docs match the programs
 if command -v python3 >/dev/null; then
-  if begin docs/readmes-match-code; then
+  if begin checks/readmes-match-code; then
     need programs-sim-pthread
     run python3 tests/check_docs.py
     want_status 0
@@ -11,21 +12,63 @@ if command -v python3 >/dev/null; then
     end
   fi
 else
-  skip docs/readmes-match-code "python3 not installed"
+  skip checks/readmes-match-code "python3 not installed"
 fi
 
 # ------------------------------------------- the suite itself
-if begin suite/case-names-unique; then
-  # A whole run listed every case beside its build (run_tests.sh).
-  if [ -z "$FILTER" ] && [ -s "$LOG/case-list.txt" ]; then
-    run cat "$LOG/case-list.txt"
+# every_case LISTFILE: every case's name and suite file (a whole run
+# listed them beside its build: run_tests.sh).
+every_case() {
+  if [ -z "$FILTER" ] && [ -z "$ONLY" ] && [ -s "$LOG/case-list.txt" ]; then
+    cp "$LOG/case-list.txt" "$1"
   else
-    run env TEST_FILTER= TEST_LIST=1 bash tests/run_tests.sh
+    TEST_SUITE= TEST_FILTER= TEST_LIST=files bash tests/run_tests.sh >"$1"
   fi
+}
+if begin checks/case-names-unique; then
+  every_case "$f.list"
+  run cut -f1 "$f.list"
   want_status 0
   dups=$(sort "$f.out" | uniq -d | head -n 3 | tr '\n' ' ')
   [ -z "$dups" ] || why+="case names used twice: $dups; "
   [ "$(wc -l <"$f.out")" -gt 100 ] || why+="TEST_LIST=1 listed only $(wc -l <"$f.out") cases; "
+  end
+fi
+
+# A case's name leads to its file: its first component is its suite's
+# subject (tests/suites/NN-SUBJECT.sh), and its first two components are
+# written in that file (in the line that makes it, or in the list of its
+# families at the top), so `grep -rn SUBJECT/TOPIC tests/` finds it.
+# names_leading_nowhere LISTFILE: the lines (NAME, FILE) that break this.
+names_leading_nowhere() {
+  local name file subject rest prefix seen=" "
+  while IFS=$'\t' read -r name file; do
+    subject=${file##*/} subject=${subject#[0-9][0-9]-} subject=${subject%.sh}
+    rest=${name#*/} prefix=${name%%/*}/${rest%%/*}
+    if [ "${name%%/*}" != "$subject" ]; then
+      echo "$name: its first component is not '$subject', the subject of $file"
+    elif [[ $seen != *" $prefix "* ]]; then
+      grep -qF -- "$prefix" "$file" || echo "$name: '$prefix' is written nowhere in $file"
+      seen+="$prefix "
+    fi
+  done <"$1"
+}
+if begin checks/case-names-lead-to-their-file; then
+  every_case "$f.list"
+  run true
+  names_leading_nowhere "$f.list" >"$f.out"
+  want_status 0
+  [ ! -s "$f.out" ] || why+="$(head -n 3 "$f.out" | tr '\n' ' ')"
+  end
+fi
+if begin checks/case-names-lead-to-their-file-control; then
+  printf '%s\t%s\n' sim/sim-pthread/allreduce_sm-2 tests/suites/40-sim.sh \
+    sim/no-such-family/allreduce_sm-2 tests/suites/40-sim.sh options/help/allreduce_sm tests/suites/40-sim.sh >"$f.list"
+  run true
+  names_leading_nowhere "$f.list" >"$f.out"
+  want_out "sim/no-such-family/allreduce_sm-2: 'sim/no-such-family' is written nowhere in tests/suites/40-sim.sh"
+  want_out "options/help/allreduce_sm: its first component is not 'sim', the subject of tests/suites/40-sim.sh"
+  [ "$(wc -l <"$f.out")" = 2 ] || why+="$(wc -l <"$f.out") lines, not the 2 planted; "
   end
 fi
 
@@ -40,7 +83,7 @@ missing_from_map() {
     grep -qF -- "$p " "$map" || echo "$p"
   done
 }
-if begin suite/file-map-complete; then
+if begin checks/file-map-complete; then
   run true
   missing=$(missing_from_map tests/README.md $(tracked_files tests) | sort -u | head -n 5 | tr '\n' ' ')
   [ -z "$missing" ] || why+="tests/README.md's file map lacks: $missing; "
@@ -52,13 +95,13 @@ fi
 # The mutants of `make test-mutants` stay current: each one's line occurs
 # once in its file (a refactor that moves a line must move its mutant).
 # The control: a list whose line occurs nowhere must be refused.
-if begin suite/mutants-lines-current; then
+if begin checks/mutants-lines-current; then
   run bash tests/mutants.sh --lines
   want_status 0
   [ "$status" = 0 ] || why+="$(grep -v 'stale$' "$f.out" | head -n 3 | tr '\n' ' ')"
   end
 fi
-if begin suite/mutants-lines-current-control; then
+if begin checks/mutants-lines-current-control; then
   sed 's/^from: .*cudaStreamSynchronize(stream));$/from: no such line/' \
     tests/mutants/mutants.txt >"$f.list"
   run bash tests/mutants.sh --lines "$f.list"
@@ -73,9 +116,9 @@ fi
 # cases these variables break to fail, which shows that they are hostile.
 HOSTILE=(NCCL_MULTI_RANK_GPU_ENABLE=1 NTHREADS=3 NCCL_CTA_POLICY=0 NCCL_WIN_ENABLE=0 SIM_DEVICES=1 NCCL_DEBUG=INFO
   CUDA_LAUNCH_BLOCKING=1 OMPI_MCA_orte_default_hostfile=/nonexistent/hostfile OMPI_COMM_WORLD_SIZE=5)
-HOSTILE_CASES='^(fault/(pthread|mpi)/[a-z_]+-more-ranks-than-gpus|rule/one-rank-per-device|sim/sim-(pthread|mpi)/[a-z_]+-[24]|options/[a-z_]+-help)$'
+HOSTILE_CASES='^(fault/(pthread|mpi)/[a-z_]+-more-ranks-than-gpus|rules/violation/one-rank-per-device|sim/sim-(pthread|mpi)/[a-z_]+-[24]|options/help/[a-z_]+)$'
 HOSTILE_BROKEN='^not ok [0-9]+ - (fault/pthread/[a-z_]+-more-ranks-than-gpus|sim/sim-(pthread|mpi)/[a-z_]+-[24]):'
-if begin suite/hermetic-hostile-environment; then
+if begin checks/hermetic-hostile-environment; then
   need programs-sim-pthread $([ $HAVE_MPI = 1 ] && echo programs-sim-mpi) sim-pthread/rules
   run env "${HOSTILE[@]}" TEST_LOGS="$LOG/hermetic" TEST_FILTER="$HOSTILE_CASES" bash tests/run_tests.sh
   want_status 0
@@ -83,7 +126,7 @@ if begin suite/hermetic-hostile-environment; then
   grep -qE '^[1-9][0-9]* passed, 0 failed' "$f.out" || why+="$(grep -E '^not ok' "$f.out" | head -n 3 | cut -c1-160 | tr '\n' ' ')"
   end
 fi
-if begin suite/hermetic-control-keeps-the-environment; then
+if begin checks/hermetic-control-keeps-the-environment; then
   need programs-sim-pthread $([ $HAVE_MPI = 1 ] && echo programs-sim-mpi) sim-pthread/rules
   run env "${HOSTILE[@]}" TEST_KEEP_ENV=1 TEST_LOGS="$LOG/hermetic-control" TEST_FILTER="$HOSTILE_CASES" bash tests/run_tests.sh
   want_failure
@@ -95,7 +138,7 @@ fi
 
 # --------------------------------------------------- static analysis
 if command -v cppcheck >/dev/null; then
-  if begin static/cppcheck; then
+  if begin checks/cppcheck; then
     run cppcheck --quiet --error-exitcode=1 --enable=warning,style,performance,portability \
       --std=c11 --inline-suppr -D__GNUC__ "-D_Noreturn=__attribute__((noreturn))" -DNCCL_VERSION_CODE=22809 "-DNCCL_VERSION(X,Y,Z)=((X)*10000+(Y)*100+(Z))" \
       -I common/include common 01_allreduce 02_allgather tests/sim tests/unit tests/rules tools
@@ -103,6 +146,6 @@ if command -v cppcheck >/dev/null; then
     end
   fi
 else
-  skip static/cppcheck "cppcheck not installed (Debian: apt-get install cppcheck)"
+  skip checks/cppcheck "cppcheck not installed (Debian: apt-get install cppcheck)"
 fi
 

@@ -1,5 +1,6 @@
 # Every error message has a test case: reads the logs of the whole run, so
 # it runs last. Sourced by tests/run_tests.sh (tests/lib/tap.sh).
+# Lane: last (tests/run_tests.sh runs the lanes of a whole run at once)
 
 # ------------------------------ every error message has a test case
 if [ -n "$FILTER" ]; then

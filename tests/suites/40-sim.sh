@@ -1,5 +1,9 @@
 # Simulated runs on 1..8 ranks: stdout line for line against the oracle.
+# Cases: sim/sim-pthread/PROGRAM-N and sim/sim-mpi/PROGRAM-N (threads, MPI),
+# sim/asan-pthread/..., sim/asan-mpi/... and sim/tsan-pthread/... (the same
+# under the sanitizers), sim/simulate/... (tools/simulate.sh).
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
+# Lane: second (tests/run_tests.sh runs the lanes of a whole run at once)
 
 # output_case VARIANT PROGRAM NRANKS [COUNT]: the simulation shows 8 GPUs.
 output_case() {
@@ -34,7 +38,7 @@ done
 # counted right, threads or MPI, its own bad settings refused before
 # anything runs, a relative --csv path the caller's.
 SIMULATE_FLAVOUR=$([ -e "${CUDA_HOME:-/usr/local/cuda}/include/cupti.h" ] && echo simcupti || echo sim)
-if begin simulate/threads-one-rank; then
+if begin sim/simulate/threads-one-rank; then
   need programs-$SIMULATE_FLAVOUR-pthread
   mkdir -p "$TMPDIR/learner"
   cd "$TMPDIR/learner" || exit 1
@@ -47,7 +51,7 @@ if begin simulate/threads-one-rank; then
   [ -s "$TMPDIR/learner/ag.csv" ] || why+="--csv ag.csv is not in the caller's folder; "
   end
 fi
-c=simulate/mpi-3-ranks
+c=sim/simulate/mpi-3-ranks
 if mpi_cases "$c" && begin "$c"; then
   need programs-$SIMULATE_FLAVOUR-mpi
   SIM_NCCL_VERSION=2.30.7 run "$ROOT/tools/simulate.sh" --mpi 3 allreduce_sm -n 64
@@ -58,7 +62,7 @@ if mpi_cases "$c" && begin "$c"; then
   end
 fi
 for setting in SIM_NCCL_VERSION=2.30 SIM_DEVICES=0 NTHREADS=abc; do
-  if begin "simulate/refuses-$setting"; then
+  if begin "sim/simulate/refuses-$setting"; then
     run env "$setting" "$ROOT/tools/simulate.sh" allreduce_sm
     want_status 2
     want_err "simulate.sh: ${setting%%=*}='${setting#*=}': use "
