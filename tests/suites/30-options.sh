@@ -188,3 +188,32 @@ for p in $PROGRAMS; do
     end
   fi
 done
+
+# --bench's own options: a bad value, and --csv or --graph without --bench.
+for p in $PROGRAMS; do
+  for bad in "-b 64K -e 1K:-b 65536 is larger than -e 1024" "-f 1:invalid -f '1'" \
+    "-i 0:invalid -i '0'" "-b abc:invalid -b 'abc'" "-e 1Q:invalid -e '1Q'" "-w -1:invalid -w '-1'"; do
+    args=${bad%%:*}
+    if begin "options/bench/$p ${args}"; then
+      need real-programs-pthread
+      run "$B/real-pthread/$p" --bench $args
+      want_status 2
+      want_err "${bad#*:}"
+      end
+    fi
+  done
+  if begin "options/bench/$p --csv without --bench"; then
+    need real-programs-pthread
+    run "$B/real-pthread/$p" --csv x.csv
+    want_status 2
+    want_err "option '--csv' only works with --bench"
+    end
+  fi
+  if begin "options/bench/$p --graph without --bench"; then
+    need real-programs-pthread
+    run "$B/real-pthread/$p" --graph
+    want_status 2
+    want_err "option '--graph' only works with --bench"
+    end
+  fi
+done

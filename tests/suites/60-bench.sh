@@ -1,7 +1,8 @@
-# --bench: the table, the CSV, the plot, and its failures.
+# --bench: the table, the CSV, and their failures.
 # Cases: bench/sim-pthread/..., bench/sim-mpi/... and bench/asan-pthread/...
 # (the bench on the simulation, threads, MPI, AddressSanitizer),
-# bench/plot/..., bench/options/..., bench/compare-nccl-tests-....
+# bench/sim-pthread/...-graph. (The plots: 61-plot.sh; beside nccl-tests:
+# 65-compare.sh.)
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
 # Lane: second (tests/run_tests.sh runs the lanes of a whole run at once)
 
@@ -35,127 +36,6 @@ for variant in sim-pthread sim-mpi asan-pthread; do
     done
   done
 done
-# L2 marking with ranks sharing a GPU: 4 AllGather ranks on one GPU whose
-# L2 (1.5 MiB) would hold one rank's 1 MiB result and 256 KiB send buffer,
-# but not four ranks' nor the roof's copy: 1 MiB is not L2, 512 KiB is
-# (the roof's copy fits).
-if begin bench/shared-gpu-l2-marking; then
-  SIM_L2_BYTES=1572864 shared_run sim-pthread allgather_ce 4 1 23007 --bench -b 256K -e 1M -f 2 -w 1 -i 2 --csv "$f.csv"
-  want_status 0
-  python3 tests/lib/bench_oracle.py "$f.csv" --gpus 1 --l2 1572864 >"$f.oracle" 2>&1 ||
-    why+="$(grep -v '^bench_oracle:' "$f.oracle" | head -n 2 | tr '\n' ' '); "
-  marked() { awk -F, -v size="$1" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
-    $c["size_bytes"] == size && $c["in_l2"] == "L2"' "$f.csv" | wc -l; }
-  [ "$(marked 1048576)" = 0 ] || why+="1 MiB marked L2; "
-  [ "$(marked 524288)" -gt 0 ] || why+="512 KiB not marked L2; "
-  no_violation
-  end
-fi
-if command -v gnuplot >/dev/null; then
-  for p in $PROGRAMS; do
-    csv="$LOG/bench_sim-pthread_$p-2.csv"
-    if begin "bench/plot/$p"; then
-      run tools/plot_bench.sh "$csv" "$f.png"
-      want_status 0
-      [ "$(head -c 4 "$f.png" 2>/dev/null | od -An -tx1 | tr -d ' ')" = 89504e47 ] || why+="no PNG written; "
-      end
-    fi
-  done
-  # What was plotted, against the definitions: with one rank the bus
-  # bandwidth is 0 by definition, so the curves are algbw = size / time;
-  # with more, busbw (AllReduce: 2(n-1)/n algbw, which equals algbw at 2
-  # ranks and not at 3). The error bars: the bandwidth times median /
-  # slowest loop and median / fastest loop; the roofline: the first mode's
-  # roof_GBps at each size. Sizes of 1 and 4 MiB, so that the bandwidths
-  # stay well above the CSV's 0.001 GB/s rounding even when a loaded
-  # machine slows the simulation down.
-  for n in 1 2 3; do
-    if begin "bench/plot/allreduce_sm-$n-rank-curves"; then
-      csv=$f.csv
-      sim_run sim-pthread allreduce_sm $n --bench -b 1M -e 4M -f 4 -w 0 -i 2 -r 2 --csv "$csv"
-      want_status 0
-      PLOT_DATA_DIR=$f.data run tools/plot_bench.sh "$csv" "$f.png"
-      want_status 0
-      python3 - "$csv" "$f.data" "$n" >"$f.check" 2>&1 <<'PY' || why+="$(head -n 2 "$f.check" | tr '\n' ' '); "
-import csv, sys
-sys.path.insert(0, "tests/lib")
-from bench_oracle import BUS  # noqa: E402  (the definitions, in one place)
-path, data, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-every = list(csv.DictReader(open(path)))
-rows = [r for r in every if r["mode"] == "sym"]
-def bw(r, t):
-    return int(r["size_bytes"]) / t / 1e3 * (BUS["allreduce_sm"](n) if n > 1 else 1)
-want = []
-for r in rows:
-    v = bw(r, float(r["time_us"]))
-    t, lo, hi = float(r["time_us"]), float(r["time_min_us"]), float(r["time_max_us"])
-    want.append((int(r["size_bytes"]), v, v * t / hi, v * t / lo))
-meta = open(f"{data}/meta").read().split("\n")
-modes = meta[4:]
-# where it ran: the simulation names its GPUs so (tests/sim/cuda.c)
-if meta[3] != "NVIDIA H200 (simulated)" or {r["gpu"] for r in every} != {meta[3]}:
-    sys.exit(f"the plot's GPU is '{meta[3]}', wanted 'NVIDIA H200 (simulated)' from every row's gpu")
-got = [tuple(map(float, l.split())) for l in open(f"{data}/curve-{modes.index('sym')}.dat")]
-name = "algorithm bandwidth (GB/s)" if n == 1 else "bus bandwidth (GB/s)"
-if meta[2] != name:
-    sys.exit(f"the y axis is '{meta[2]}', wanted '{name}'")
-def near(g, w):
-    return abs(g - w) <= 0.0011 + 2e-3 * w
-if len(got) != len(want) or any(g[0] != w[0] or not all(map(near, g[1:], w[1:])) for g, w in zip(got, want)):
-    sys.exit(f"plotted (size, bw, low, high) {got}, the definition gives {want}")
-if max(w[1] for w in want) < 0.01:
-    sys.exit("the values are too small to tell the curves apart")
-if all(w[2] == w[3] for w in want):
-    sys.exit("no error bar has a length: the loops' times are all equal")
-first = every[0]["mode"]
-roof = [(float(r["size_bytes"]), float(r["roof_GBps"])) for r in every if r["mode"] == first]
-got_roof = [tuple(map(float, l.split())) for l in open(f"{data}/roof.dat")]
-if got_roof != roof:
-    sys.exit(f"roofline points {got_roof}, the CSV's {first} rows give {roof}")
-PY
-      end
-    fi
-  done
-  # A hostile CSV: the plot refuses a heading it does not know, and never
-  # runs text from the CSV as gnuplot commands, nor uses it as a path.
-  if begin "bench/plot/hostile-csv"; then
-    good="$LOG/bench_sim-pthread_allreduce_sm-2.csv"
-    rm -f "$TMPDIR/pwned"
-    # The program cell ends the title's string and calls system() in a
-    # script that pastes it into `set title '...'`.
-    payload="x'; system('touch '.'$TMPDIR/pwned') #"
-    { head -n 1 "$good"
-      tail -n +2 "$good" | while IFS= read -r line; do printf '%s\n' "$payload,${line#*,}"; done
-    } >"$f.csv"
-    run tools/plot_bench.sh "$f.csv" "$f.png"
-    want_status 0
-    [ ! -e "$TMPDIR/pwned" ] || why+="a command from the CSV or the title ran; "
-    [ "$(head -c 4 "$f.png" 2>/dev/null | od -An -tx1 | tr -d ' ')" = 89504e47 ] || why+="no PNG written; "
-    printf 'a,b,c\n1,2,3\n' >"$f.bad.csv"
-    run tools/plot_bench.sh "$f.bad.csv" "$f.bad.png"
-    want_status 1
-    want_err "not a --bench CSV: its heading is not program,ranks,mode,"
-    end
-  fi
-  if begin "bench/plot/usage"; then
-    run tools/plot_bench.sh
-    want_status 2
-    want_err "usage: tools/plot_bench.sh RESULTS.csv [OUT.png] [TITLE]"
-    ! grep -q "parameter null or not set\|unbound variable" "$f.err" || why+="a shell error instead of the usage; "
-    run tools/plot_bench.sh --help
-    want_status 0
-    want_err "usage: tools/plot_bench.sh"
-    end
-  fi
-  if begin "bench/plot/missing-csv"; then
-    run tools/plot_bench.sh "$LOG/no-such.csv"
-    want_status 1
-    want_err "is empty or missing"
-    end
-  fi
-else
-  skip "bench/plot" "gnuplot not installed (Debian: apt-get install gnuplot-nox)"
-fi
 for p in $PROGRAMS; do
   if begin "bench/sim-pthread/$p-wrong-result"; then
     SIM_WRONG_RESULT=1 sim_run sim-pthread $p 2 --bench -b 4K -e 4K -w 1 -i 2
@@ -306,31 +186,6 @@ assert all(r[0] == "a,b\"c\x27d" for r in rows[1:]), [r[0] for r in rows[1:]]
     [ "$(grep -c "^$p,2," "$f.out")" -ge 1 ] || why+="no CSV rows on stdout; "
     end
   fi
-  for bad in "-b 64K -e 1K:-b 65536 is larger than -e 1024" "-f 1:invalid -f '1'" \
-    "-i 0:invalid -i '0'" "-b abc:invalid -b 'abc'" "-e 1Q:invalid -e '1Q'" "-w -1:invalid -w '-1'"; do
-    args=${bad%%:*}
-    if begin "bench/options/$p ${args}"; then
-      need real-programs-pthread
-      run "$B/real-pthread/$p" --bench $args
-      want_status 2
-      want_err "${bad#*:}"
-      end
-    fi
-  done
-  if begin "bench/options/$p --csv without --bench"; then
-    need real-programs-pthread
-    run "$B/real-pthread/$p" --csv x.csv
-    want_status 2
-    want_err "option '--csv' only works with --bench"
-    end
-  fi
-  if begin "bench/options/$p --graph without --bench"; then
-    need real-programs-pthread
-    run "$B/real-pthread/$p" --graph
-    want_status 2
-    want_err "option '--graph' only works with --bench"
-    end
-  fi
   # --graph: every loop also replayed from a CUDA graph. The simulation runs
   # captured collectives only when the graph is launched (tests/sim), so a
   # graph never launched leaves the poisoned result and fails the check.
@@ -354,76 +209,6 @@ assert all(r[0] == "a,b\"c\x27d" for r in rows[1:]), [r[0] for r in rows[1:]]
   done
 done
 
-
-# ------------------------------------- side by side with nccl-tests
-# tools/compare_nccl_tests.py on recorded stand-ins (tests/data/compare):
-# the verdicts the invented numbers call for, the overlap rows ignored.
-if begin "bench/compare-nccl-tests-recorded"; then
-  d=tests/data/compare
-  run python3 tools/compare_nccl_tests.py ./allgather_ce --ours $d/ours-1.csv --ours $d/ours-2.csv \
-    $(for m in ce sym plain; do for k in 1 2; do echo "--theirs $m:$d/$m-$k.txt"; done; done)
-  want_status 0
-  want_out "allgather_ce, 1 rank(s), mode ce <-> nccl-tests -R 2 -x 2"
-  want_out "     1048576 L2       8.40            8.40        1.00x    2.4%  the same within the noise"
-  want_out "    67108864        201.00          150.50        1.34x    1.0%  this bench 33.6% slower"
-  want_out "    67108864         33.20           40.10        0.83x    1.2%  this bench 17.2% faster"
-  want_out "L2: this bench marks the size as fitting in the GPU's L2 cache (its times are the cache's)"
-  want_out "NCCL loaded: nccl-tests 2.30.7"
-  ! grep -q overlap "$f.out" || why+="the overlap rows were read as a mode; "
-  end
-fi
-# --graph: this bench's graph times against nccl-tests -G, as MODE-graph.
-# Expected, by hand from the invented numbers: medians 6.05 (6.000, 6.100)
-# and 6.10 (6.05, 6.15), ratio 0.99, noise max(0.1 / 6.05, 0.1 / 6.10) =
-# 1.7%: the same within the noise.
-if begin "bench/compare-nccl-tests-graph-recorded"; then
-  d=tests/data/compare
-  run python3 tools/compare_nccl_tests.py ./allreduce_sm --graph 10 --ours $d/ours-graph-1.csv \
-    --ours $d/ours-graph-2.csv --theirs sym-graph:$d/sym-graph-1.txt --theirs sym-graph:$d/sym-graph-2.txt
-  want_status 0
-  want_out "allreduce_sm, 1 rank(s), mode sym-graph <-> nccl-tests -R 2 -G 10"
-  want_out "     1048576 L2       6.05            6.10        0.99x    1.7%  the same within the noise"
-  want_out "allreduce_sm, 1 rank(s), mode plain-graph <-> nccl-tests -R 0 -G 10"
-  run python3 tools/compare_nccl_tests.py ./allreduce_sm --graph 0 --ours $d/ours-graph-1.csv
-  want_status 2
-  want_err "--graph takes a whole number from 1 (nccl-tests' -G), not '0'"
-  end
-fi
-# Its run path, with a stand-in nccl-tests whose copy-engine run hangs: the
-# simulated program and the other modes are compared, the hang is said.
-if begin "bench/compare-nccl-tests-run-one-hangs"; then
-  need programs-sim-pthread
-  fake=$TMPDIR/fake-nccl-tests && mkdir -p "$fake/build"
-  cat >"$fake/build/all_gather_perf" <<FAKE
-#!/bin/sh
-case " \$* " in
-  *" -x 2 "*) head -n 6 "$ROOT/tests/data/compare/ce-1.txt"; sleep 30 ;;
-  *" -R 2 "*) cat "$ROOT/tests/data/compare/sym-1.txt" ;;
-  *) cat "$ROOT/tests/data/compare/plain-1.txt" ;;
-esac
-FAKE
-  chmod +x "$fake/build/all_gather_perf"
-  SIM_DIR=$TMPDIR NCCL_TESTS_HOME=$fake run python3 tools/compare_nccl_tests.py "$B/sim-pthread/allgather_ce" \
-    -b 1M -e 1M -w 1 -n 2 --repeat 2 --timeout 8 --keep "$TMPDIR/kept"
-  want_status 0
-  want_out "mode ce <-> nccl-tests -R 2 -x 2"
-  want_out "  nccl-tests: 2 run(s) without a result: hung: ran past --timeout 8 s, killed after its 1048576 B row; not run again after it hung"
-  want_out "NCCL loaded: nccl-tests 2.30.7; this bench $(sed -n 's/^# NCCL \(.*\) loaded.*/\1/p' "$TMPDIR/kept/allgather_ce-1.txt")"
-  for k in allgather_ce-1 allgather_ce-2 all_gather_perf-ce-1 all_gather_perf-sym-2 all_gather_perf-plain-2; do
-    [ -s "$TMPDIR/kept/$k.txt" ] || why+="--keep left no $k.txt; "
-  done
-  [ ! -e "$TMPDIR/kept/all_gather_perf-ce-2.txt" ] || why+="the hung mode ran again; "
-  want_err "all_gather_perf -b 1M -e 1M -f 8 -w 1 -n 2 -t 1 -g 1 -R 2 -x 2: hung: ran past --timeout 8 s, killed after its 1048576 B row"
-  [ "$(grep -cE '^     1048576 .* [0-9.]+%  (the same within the noise|this bench)' "$f.out")" = 2 ] ||
-    why+="wanted the 1 MiB row of sym and plain, with a noise figure (two runs each); "
-  end
-fi
-if begin "bench/compare-nccl-tests-usage"; then
-  NCCL_TESTS_HOME= run python3 tools/compare_nccl_tests.py ./allgather_ce
-  want_status 2
-  want_err "compare_nccl_tests: set NCCL_TESTS_HOME to an nccl-tests build"
-  end
-fi
 
 # ------------------------------------- sizes in the L2 cache, shared %roof
 # With a 1 MiB L2 (simulated), one rank's 64K and 256K AllReduce (send +
@@ -540,13 +325,5 @@ if begin "bench/sim-pthread/allreduce_sm-repeat-more-than-iters"; then
   sim_run sim-pthread allreduce_sm 1 --bench -i 2 -r 3
   want_status 2
   want_err "-r 3 is more than -i 2: each of the 3 timed loops needs at least one operation"
-  end
-fi
-
-# The comparison's own help.
-if begin bench/compare-nccl-tests-help; then
-  run python3 tools/compare_nccl_tests.py --help
-  want_status 0
-  want_out "NCCL_TESTS_HOME=dir tools/compare_nccl_tests.py PROGRAM [options]"
   end
 fi

@@ -148,3 +148,19 @@ for n in 1 3 8; do
   fi
 done
 
+# L2 marking with ranks sharing a GPU: 4 AllGather ranks on one GPU whose
+# L2 (1.5 MiB) would hold one rank's 1 MiB result and 256 KiB send buffer,
+# but not four ranks' nor the roof's copy: 1 MiB is not L2, 512 KiB is
+# (the roof's copy fits).
+if begin shared-gpu/bench-l2-marking; then
+  SIM_L2_BYTES=1572864 shared_run sim-pthread allgather_ce 4 1 23007 --bench -b 256K -e 1M -f 2 -w 1 -i 2 --csv "$f.csv"
+  want_status 0
+  python3 tests/lib/bench_oracle.py "$f.csv" --gpus 1 --l2 1572864 >"$f.oracle" 2>&1 ||
+    why+="$(grep -v '^bench_oracle:' "$f.oracle" | head -n 2 | tr '\n' ' '); "
+  marked() { awk -F, -v size="$1" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+    $c["size_bytes"] == size && $c["in_l2"] == "L2"' "$f.csv" | wc -l; }
+  [ "$(marked 1048576)" = 0 ] || why+="1 MiB marked L2; "
+  [ "$(marked 524288)" -gt 0 ] || why+="512 KiB not marked L2; "
+  no_violation
+  end
+fi
