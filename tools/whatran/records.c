@@ -1,0 +1,170 @@
+/* libwhatran's records: the communicators of this process, their windows
+ * and their collectives, as the wrappers (whatran.c) note them. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "whatran.h"
+
+const char *const coll_names[NCOLLS] = {
+    "AllReduce", "AllGather", "ReduceScatter", "Broadcast", "Reduce",
+    "CUDA graph replays"};
+
+pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+comm_rec *comms;
+int measuring = -1;
+_Thread_local int group_depth;
+
+/* Communicators are labelled by their ncclUniqueId: the ranks of one
+ * communicator that live in this process get one label. */
+#define MAX_LABELS 256
+static unsigned char label_ids[MAX_LABELS][sizeof(ncclUniqueId)];
+static int nlabels;
+
+comm_rec *find(ncclComm_t comm)
+{
+  for (comm_rec *c = comms; c; c = c->next)
+    if (c->comm == comm && !c->done)
+      return c;
+  return NULL;
+}
+
+int label_of(const ncclUniqueId *id)
+{
+  for (int i = 0; i < nlabels; i++)
+    if (memcmp(label_ids[i], id, sizeof *id) == 0)
+      return i + 1;
+  if (nlabels == MAX_LABELS)
+    return 0;
+  memcpy(label_ids[nlabels++], id, sizeof *id);
+  return nlabels;
+}
+
+static void add_comm(ncclComm_t comm, int label, int rank, int nranks)
+{
+  comm_rec *c = calloc(1, sizeof *c);
+  call *calls = calloc(MAX_CALLS, sizeof *calls);
+  if (c == NULL || calls == NULL) {
+    free(c);
+    free(calls);
+    return; /* out of memory: this communicator goes unsaid */
+  }
+  *c = (comm_rec){.comm = comm, .label = label, .rank = rank,
+                  .nranks = nranks, .calls = calls, .next = comms};
+  comms = c;
+}
+
+/* Asks NCCL for c's rank and size once the communicator is ready: not
+ * while an operation is in progress, inside a group for one (NCCL 2.30.7's
+ * ncclCommUserRank then fails and warns, src/init.cc ncclCommEnsureReady);
+ * ncclCommGetAsyncError says when (the lock held). */
+void settle(comm_rec *c)
+{
+  ncclResult_t state = ncclInProgress;
+  if (c->rank >= 0 || ncclCommGetAsyncError(c->comm, &state) != ncclSuccess)
+    return;
+  if (state != ncclSuccess)
+    return; /* inside a group, or a non-blocking init still running */
+  int rank = -1, nranks = 0;
+  if (ncclCommUserRank(c->comm, &rank) == ncclSuccess &&
+      ncclCommCount(c->comm, &nranks) == ncclSuccess) {
+    c->rank = rank;
+    c->nranks = nranks;
+  }
+}
+
+static void settle_all(void)
+{
+  for (comm_rec *c = comms; c; c = c->next)
+    if (!c->done)
+      settle(c);
+}
+
+/* A communicator just made: its rank and size from NCCL, now or (inside a
+ * group, or while a non-blocking init runs) later. */
+void note_comm(ncclComm_t comm, int label)
+{
+  pthread_mutex_lock(&lock);
+  if (find(comm) == NULL)
+    add_comm(comm, label, -1, 0);
+  comm_rec *c = find(comm);
+  if (c != NULL)
+    settle(c);
+  pthread_mutex_unlock(&lock);
+}
+
+/* The size of comm as far as known, else 0: no NCCL call. */
+int size_of(ncclComm_t comm)
+{
+  pthread_mutex_lock(&lock);
+  comm_rec *c = find(comm);
+  int n = c ? c->nranks : 0;
+  pthread_mutex_unlock(&lock);
+  return n;
+}
+
+/* The window of c that holds [p, p + bytes), or NULL; *null: a
+ * registration holding it came back NULL. */
+static const window *window_of(comm_rec *c, const void *p, size_t bytes,
+                               int *null)
+{
+  const char *b = p;
+  for (int i = 0; i < c->nwindows; i++) {
+    window *w = &c->windows[i];
+    if (!w->live || b < w->buf || b + bytes > w->buf + w->size)
+      continue;
+    if (w->handle == NULL && w->where != NULL && group_depth == 0)
+      w->handle = *w->where; /* written at the group's end */
+    if (w->handle != NULL)
+      return w;
+    *null = 1;
+  }
+  return NULL;
+}
+
+void note_call(ncclComm_t comm, enum coll coll, const void *send,
+                      size_t send_bytes, const void *recv, size_t recv_bytes,
+                      cudaStream_t stream, uint64_t t0, uint64_t t1)
+{
+  enum cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (stream != NULL && cudaStreamIsCapturing(stream, &capture) != cudaSuccess)
+    capture = cudaStreamCaptureStatusNone;
+  pthread_mutex_lock(&lock);
+  comm_rec *c = find(comm);
+  if (c != NULL)
+    settle(c);
+  if (c != NULL && c->ncalls == MAX_CALLS)
+    c->unrecorded++;
+  else if (c != NULL) {
+    call *k = &c->calls[c->ncalls++];
+    *k = (call){.coll = coll,
+                .bytes = send_bytes > recv_bytes ? send_bytes : recv_bytes,
+                .captured = capture != cudaStreamCaptureStatusNone,
+                .thread = engine_probe_thread(),
+                .t0 = t0,
+                .t1 = t1,
+                .in_group = group_depth > 0};
+    k->send_in = window_of(c, send, send_bytes, &k->send_null) != NULL;
+    k->recv_in = window_of(c, recv, recv_bytes, &k->recv_null) != NULL;
+  }
+  pthread_mutex_unlock(&lock);
+}
+
+/* ncclGroupEnd ended: this thread's calls of the group end with it. */
+void end_group(uint64_t t1)
+{
+  uint32_t me = engine_probe_thread();
+  pthread_mutex_lock(&lock);
+  settle_all();
+  for (comm_rec *c = comms; c; c = c->next) {
+    for (int i = 0; i < c->ncalls; i++)
+      if (c->calls[i].in_group && c->calls[i].thread == me &&
+          c->calls[i].t1 < t1 && !c->done)
+        c->calls[i].t1 = t1;
+    for (int i = 0; i < c->nwindows; i++)
+      if (c->windows[i].live && c->windows[i].handle == NULL &&
+          c->windows[i].where != NULL)
+        c->windows[i].handle = *c->windows[i].where;
+  }
+  pthread_mutex_unlock(&lock);
+}
+
