@@ -9,12 +9,14 @@
  *   roofline.c     the copy bandwidth every result is compared with
  *   measure.c      one size and mode: time, verify, which engine ran it
  *   report.c       the table and the CSV, from one list of columns
+ *   csv.c          --csv's file: opened, refused or written through stdout
  *   overlap.c      --overlap: the collective beside an SGEMM (cuBLAS)
  *   run.c          run_bench: setup, the size sweep, summary, teardown
  */
 #ifndef BENCH_IMPL_H
 #define BENCH_IMPL_H
 
+#include <math.h> /* NAN */
 #include <stdio.h>
 
 #include <cuda_runtime.h>
@@ -87,11 +89,14 @@ typedef struct mode {
 typedef struct loops {
   double us;             /* the median loop's */
   double us_min, us_max; /* the fastest and slowest loop's */
+  double spread;         /* 100 * (slowest - fastest) / median (%) */
   double cv;             /* 100 * sample standard deviation / mean (%);
                             NaN for one loop */
   char text[LOOPS_TEXT]; /* every loop's, ';'-separated, 3 decimals; empty
                             when they do not fit */
 } loops;
+/* Not timed (--graph not asked for): every number NaN. */
+#define LOOPS_NOT_TIMED ((loops){NAN, NAN, NAN, NAN, NAN, ""})
 
 /* What one size and mode measured; on rank 0, the worst over all ranks. */
 typedef struct result {
@@ -205,12 +210,7 @@ typedef struct row {
   const char *mode;
   size_t bytes, count;
   char cache[4]; /* "L2": the size's buffers fit in the L2 cache */
-  double us, us_min, us_max, spread; /* median loop, fastest, slowest, and
-                                        (max - min) / median in % */
-  double cv;                         /* the loops' coefficient of variation */
-  char loops_us[LOOPS_TEXT];         /* every loop's time */
-  double graph_us, graph_us_min, graph_us_max, graph_spread, graph_cv;
-  char graph_loops_us[LOOPS_TEXT];
+  loops eager, graph; /* the loops' statistics, timed each way */
   double algbw, busbw, roof, pct;
   char engine[8];
   char kernel_names[160];
@@ -226,14 +226,17 @@ void report_header(bench *b);
  * and writes the CSV lines (rank 0). */
 void report_size(bench *b, size_t bytes, size_t count, double roof_us,
                  const result *res, row *rows);
+/* Writes one row to --csv's file (call only when b->csv is set): a size's
+ * mode, or an --overlap row. */
+void report_csv_line(bench *b, const row *r);
+
+/* ------------------------------------------------------------- csv.c */
+
 /* Opens --csv for writing (rank 0): a path naming the file stdout goes to
  * (/dev/stdout, or the file stdout was redirected to) writes to stdout
  * itself, in order with the table; a FIFO no process reads is refused
  * rather than waited on. Returns 1, or 0 after saying why on stderr. */
 int report_csv_open(bench *b);
-/* One CSV line for an overlap row (rank 0). */
-/* Writes one row to --csv's file (call only when b->csv is set). */
-void report_csv_line(bench *b, const row *r);
 /* Closes the CSV; returns 1 if every write to it succeeded, else says why
  * on stderr and returns 0. 1 without --csv. */
 int report_csv_close(bench *b);

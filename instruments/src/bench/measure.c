@@ -201,7 +201,7 @@ result measure(bench *b, const mode *m, size_t count)
   res.eager = loops_of(us, nloops);
   res.wrong = all_ranks_max(ctx, result_is_wrong(b, m, count));
 
-  res.graph = (loops){NAN, NAN, NAN, NAN, ""};
+  res.graph = LOOPS_NOT_TIMED;
   if (b->opts->graph) {
     time_loops(b, m, count, 1, us); /* poisons before its last replay */
     res.graph = loops_of(us, nloops);

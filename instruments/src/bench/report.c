@@ -3,14 +3,11 @@
 #include "bench_impl.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "calls.h"
 #include "checks.h"
@@ -40,27 +37,26 @@ typedef struct column {
 } column;
 
 #define F(name) offsetof(row, name)
+/* The statistics of the loops timed one way (row.eager, row.graph), under
+ * PREFIX in the CSV: the time's column in the table at TIME_PLACE, headed
+ * TITLE, the spread's and cv's at PLACE. */
+#define LOOP_COLUMNS(prefix, way, time_place, title, place)                     \
+  {prefix "time_us", time_place, NUMBER, F(way.us), title, "%9s", "%9.2f",     \
+   "%.3f"},                                                                    \
+  {prefix "spread_pct", place, NUMBER, F(way.spread), "spr%", "%4s", "%4.0f",  \
+   "%.2f"},                                                                    \
+  {prefix "cv_pct", place, NUMBER, F(way.cv), "cv%", "%4s", "%4.1f", "%.2f"},  \
+  {prefix "time_min_us", CSV_ONLY, NUMBER, F(way.us_min), "", "", "", "%.3f"}, \
+  {prefix "time_max_us", CSV_ONLY, NUMBER, F(way.us_max), "", "", "", "%.3f"}, \
+  {prefix "loops_us", CSV_ONLY, TEXT, F(way.text), "", "", "", "%s"}
 static const column columns[] = {
     {"program", CSV_ONLY, PROGRAM, 0, "", "", "", "%s"},
     {"ranks", CSV_ONLY, RANKS, 0, "", "", "", "%d"},
     {"mode", PER_MODE, MODE, 0, NULL, "%5s", "%5s", "%s"},
     {"size_bytes", LINE, SIZE, F(bytes), "size(B)", "%12s", "%12zu", "%zu"},
     {"count", LINE, SIZE, F(count), "count", "%11s", "%11zu", "%zu"},
-    {"time_us", PER_MODE, NUMBER, F(us), "time(us)", "%9s", "%9.2f", "%.3f"},
-    {"spread_pct", PER_MODE, NUMBER, F(spread), "spr%", "%4s", "%4.0f", "%.2f"},
-    {"cv_pct", PER_MODE, NUMBER, F(cv), "cv%", "%4s", "%4.1f", "%.2f"},
-    {"time_min_us", CSV_ONLY, NUMBER, F(us_min), "", "", "", "%.3f"},
-    {"time_max_us", CSV_ONLY, NUMBER, F(us_max), "", "", "", "%.3f"},
-    {"loops_us", CSV_ONLY, TEXT, F(loops_us), "", "", "", "%s"},
-    {"graph_time_us", GRAPH_MODE, NUMBER, F(graph_us), "graph(us)", "%9s",
-     "%9.2f", "%.3f"},
-    {"graph_spread_pct", CSV_ONLY, NUMBER, F(graph_spread), "", "", "", "%.2f"},
-    {"graph_cv_pct", CSV_ONLY, NUMBER, F(graph_cv), "", "", "", "%.2f"},
-    {"graph_time_min_us", CSV_ONLY, NUMBER, F(graph_us_min), "", "", "",
-     "%.3f"},
-    {"graph_time_max_us", CSV_ONLY, NUMBER, F(graph_us_max), "", "", "",
-     "%.3f"},
-    {"graph_loops_us", CSV_ONLY, TEXT, F(graph_loops_us), "", "", "", "%s"},
+    LOOP_COLUMNS("", eager, PER_MODE, "time(us)", PER_MODE),
+    LOOP_COLUMNS("graph_", graph, GRAPH_MODE, "graph(us)", CSV_ONLY),
     {"algbw_GBps", PER_MODE, NUMBER, F(algbw), "algbw", "%7s", "%7.1f", "%.3f"},
     {"busbw_GBps", PER_MODE, NUMBER, F(busbw), "busbw", "%7s", "%7.1f", "%.3f"},
     {"roof_GBps", LINE, NUMBER, F(roof), "roof", "%8s", "%8.1f", "%.3f"},
@@ -289,20 +285,8 @@ void report_size(bench *b, size_t bytes, size_t count, double roof_us,
         .mode = b->modes[i].spec->name,
         .bytes = bytes,
         .count = count,
-        .us = res[i].eager.us,
-        .us_min = res[i].eager.us_min,
-        .us_max = res[i].eager.us_max,
-        .spread = spread_pct(res[i].eager.us, res[i].eager.us_min,
-                             res[i].eager.us_max),
-        .cv = res[i].eager.cv,
-        .graph_us = res[i].graph.us,
-        .graph_us_min = res[i].graph.us_min,
-        .graph_us_max = res[i].graph.us_max,
-        .graph_spread = b->opts->graph
-                            ? spread_pct(res[i].graph.us, res[i].graph.us_min,
-                                         res[i].graph.us_max)
-                            : NAN,
-        .graph_cv = res[i].graph.cv,
+        .eager = res[i].eager,
+        .graph = res[i].graph,
         .algbw = algbw,
         .busbw = busbw,
         .roof = roof,
@@ -319,10 +303,6 @@ void report_size(bench *b, size_t bytes, size_t count, double roof_us,
     };
     snprintf(rows[i].cache, sizeof rows[i].cache, "%s", in_l2 ? "L2" : "");
     snprintf(rows[i].engine, sizeof rows[i].engine, "%s", res[i].engine);
-    snprintf(rows[i].loops_us, sizeof rows[i].loops_us, "%s",
-             res[i].eager.text);
-    snprintf(rows[i].graph_loops_us, sizeof rows[i].graph_loops_us, "%s",
-             res[i].graph.text);
     snprintf(rows[i].kernel_names, sizeof rows[i].kernel_names, "%s",
              res[i].kernel_names);
   }
@@ -331,60 +311,4 @@ void report_size(bench *b, size_t bytes, size_t count, double roof_us,
   print_table_line(b, rows);
   for (int i = 0; b->csv && i < b->nmodes; i++)
     report_csv_line(b, &rows[i]);
-}
-
-int report_csv_open(bench *b)
-{
-  const char *path = b->opts->csv;
-  /* Open first, then look at what was opened: no window between a look
-   * and an open. O_NONBLOCK makes a FIFO without a reader fail at once;
-   * O_TRUNC is left for regular files only (below). */
-  int fd = open(path, O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC, 0666);
-  if (fd < 0) {
-    print_error("cannot write --csv %s: %s\n", path,
-                errno == ENXIO ? "a FIFO that no process has open for reading"
-                               : strerror(errno));
-    return 0;
-  }
-  struct stat file, out;
-  if (fstat(fd, &file) != 0) {
-    print_error("cannot write --csv %s: fstat: %s\n", path, strerror(errno));
-    close(fd);
-    return 0;
-  }
-  if (fstat(STDOUT_FILENO, &out) == 0 && file.st_dev == out.st_dev &&
-      file.st_ino == out.st_ino) {
-    /* A second open of stdout's file would write from its start, over the
-     * table: write through stdout instead. */
-    close(fd);
-    b->csv = stdout;
-    b->csv_is_stdout = 1;
-    return 1;
-  }
-  if ((S_ISREG(file.st_mode) && ftruncate(fd, 0) != 0) ||
-      fcntl(fd, F_SETFL, 0) != 0) {
-    print_error("cannot write --csv %s: %s\n", path, strerror(errno));
-    close(fd);
-    return 0;
-  }
-  b->csv = fdopen(fd, "w");
-  if (b->csv == NULL) {
-    print_error("cannot write --csv %s: %s\n", path, strerror(errno));
-    close(fd);
-    return 0;
-  }
-  return 1;
-}
-
-int report_csv_close(bench *b)
-{
-  if (b->csv == NULL)
-    return 1;
-  int err = b->csv_errno;
-  if ((b->csv_is_stdout ? fflush(b->csv) : fclose(b->csv)) != 0 && err == 0)
-    err = errno;
-  b->csv = NULL;
-  if (err)
-    print_error("writing --csv %s failed: %s\n", b->opts->csv, strerror(err));
-  return err == 0;
 }

@@ -90,5 +90,6 @@ loops loops_of(double *us, int n)
   l.us = median_of(us, n);
   l.us_min = us[0];
   l.us_max = us[n - 1];
+  l.spread = spread_pct(l.us, l.us_min, l.us_max);
   return l;
 }
