@@ -13,6 +13,9 @@ if begin unit/simulation-is-unkind; then
   end
 fi
 if begin unit/what-ran; then need unit/test_what_ran; run "$B/unit/test_what_ran"; want_status 0; end; fi
+if begin unit/what-ran-causes; then
+  need unit/test_what_ran_causes; run "$B/unit/test_what_ran_causes"; want_status 0; end
+fi
 if begin unit/watchdog-verdict; then
   need unit/test_verdict
   run "$B/unit/test_verdict"
