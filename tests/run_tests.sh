@@ -159,6 +159,12 @@ fi
 echo "# time per suite (s): $(sort -rn "$LOG/suite-times.txt" 2>/dev/null | awk '{printf "%s%s %s", (NR > 1 ? ", " : ""), $2, $1}')"
 echo "# slowest cases (s): $(sort -rn "$LOG/case-times.txt" 2>/dev/null | head -n 20 | awk '{printf "%s%s %s", (NR > 1 ? ", " : ""), $2, $1}')"
 echo "# whole run: $(seconds_since "$run_start") s"
+# A whole run ran every case it listed: a suite or a cell that stopped
+# early (a shell error) must not pass by running fewer.
+if [ -n "${listing:-}" ] && [ "$number" != "$(grep -c . "$LOG/case-list.txt")" ]; then
+  number=$((number + 1)) failed=$((failed + 1))
+  echo "not ok $number - run_tests.sh: $((number - 1)) cases ran, but $(grep -c . "$LOG/case-list.txt") were listed ($LOG/case-list.txt)"
+fi
 echo "1..$number"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]
