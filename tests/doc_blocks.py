@@ -30,7 +30,8 @@ blocks in it in order, each line as typed, so a `cd` or a build of one line
 is what the next one finds. There is no GPU: the builds the blocks make link
 the host simulation instead of libcudart and libnccl (make's RUNTIME_LIBS,
 LDFLAGS and HAVE_CUPTI come from the environment, as tests/Makefile's
-simulated variants set them), with SIM_DEVICES simulated GPUs. A command
+simulated variants set them; CFLAGS=-O0 -g, which compiles faster), with
+SIM_DEVICES simulated GPUs. A command
 fails its block when it exits non-zero; in a block of "$ " lines, when what
 it prints (stdout and stderr) differs from the lines under it. The test
 suite itself, when a block starts it (make test, make test-faults, make
@@ -241,6 +242,9 @@ def run(doc, time_limit):
                    RUNTIME_LIBS=SIM_OBJECT,
                    LDFLAGS="-Wl,--wrap=set_error_rank",  # as tests/Makefile's SIM_WRAP
                    HAVE_CUPTI="0",
+                   # unoptimised: the commands are what is checked, and the
+                   # suite's own builds compile with optimisation
+                   CFLAGS="-O0 -g",
                    SIM_DIR=os.path.join(work, "sim"),
                    TEST_FILTER=NESTED_FILTER,
                    # mpirun -np 4 on a machine with fewer cores
