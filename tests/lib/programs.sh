@@ -4,6 +4,10 @@
 
 PROGRAMS="allreduce_sm allgather_ce"
 SMALL=4096 # floats per rank in the simulated runs: fast, still many pages
+# Builds whose point is not the compiler's output (a seam, a layout, an
+# example's own `make test`) compile unoptimised: faster, and the real
+# programs (tests/Makefile's real-programs-*) keep the default -O2 -g.
+QUICK_CFLAGS="CFLAGS=-O0 -g"
 
 HAVE_MPI=0
 if command -v mpirun >/dev/null && command -v mpicc >/dev/null; then

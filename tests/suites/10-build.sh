@@ -196,7 +196,7 @@ for ex in 01_allreduce:allreduce_sm 02_allgather:allgather_ce; do
     # NCCL_MULTI_RANK_GPU_ENABLE), else one per GPU.
     np=2
     [ "$NGPUS" = 1 ] && np=1
-    run make --no-print-directory -s -C $ex/c test MPI=$([ $mode = mpi ] && echo 1 || echo 0) NP=$np \
+    run make --no-print-directory -s -C $ex/c test MPI=$([ $mode = mpi ] && echo 1 || echo 0) NP=$np "$QUICK_CFLAGS" \
       BUILD_DIR="$B/example-test/$p-$mode" BIN="$B/example-test/$p-$mode/$p"
     if [ "$NGPUS" -gt 0 ]; then
       want_status 0

@@ -5,7 +5,7 @@
 # Lane: third (tests/run_tests.sh runs the lanes of a whole run at once)
 
 EXAMPLES_PROGRAMS="01_allreduce:allreduce_sm 02_allgather:allgather_ce"
-SIM_LINK=(RUNTIME_LIBS="$B/sim-pthread/sim.o" LDFLAGS="-Wl,--wrap=set_error_rank")
+SIM_LINK=(RUNTIME_LIBS="$B/sim-pthread/sim.o" LDFLAGS="-Wl,--wrap=set_error_rank" "$QUICK_CFLAGS")
 
 # lean_run PROGRAM PATH: runs a simulated lean build on 2 ranks and compares
 # its stdout with the oracle's, which for a lean build has no report of

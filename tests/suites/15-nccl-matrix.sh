@@ -45,7 +45,7 @@ for v in ${NCCL_MATRIX:-2.27.7 2.32.3}; do
       begin "$c" || continue
       dir=01_allreduce
       [ $p = allgather_ce ] && dir=02_allgather
-      run make --no-print-directory -s -C $dir/c MPI=$mode NCCL_HOME="$home" \
+      run make --no-print-directory -s -C $dir/c MPI=$mode NCCL_HOME="$home" "$QUICK_CFLAGS" \
         BUILD_DIR="$m/obj-$p-$mode" BIN="$m/$p-$mode"
       if [ $p = allgather_ce ] && [ "$code" -lt 22803 ]; then
         want_failure # CTAPolicy ZERO needs 2.28: make says so in one line, before compiling
