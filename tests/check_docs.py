@@ -92,12 +92,12 @@ def table(text, heading):
 def code_options():
     """The options the programs accept: the lesson's (common/src/options.c:
     its getopt string and option table) and the instruments'
-    (instruments/src/options.c: instruments_short_options and
-    instruments_long_options)."""
+    (instruments/src/options.c: the letters and long options of its
+    instruments_options table)."""
     lesson = open(os.path.join(ROOT, "common", "src", "options.c")).read()
     tools = open(os.path.join(ROOT, "instruments", "src", "options.c")).read()
     short = re.search(r'snprintf\(shorts, size, "([^"%]+)', lesson).group(1)
-    short += re.search(r'instruments_short_options\[\] = "([^"]*)"', tools).group(1)
+    short += re.search(r'instruments_option_set instruments_options = \{\s*"([^"]*)"', tools).group(1)
     opts = {"-" + c for c in short if c.isalpha()}
     for text in (lesson, tools):
         opts |= {"--" + name for name in re.findall(r'\{"([a-z-]+)",\s*\w+_argument', text)}

@@ -31,31 +31,34 @@ void watch_end(void);
 void watch_rank(int rank);
 
 /* ------------------------------------------------------- the options
- * The instruments' own options (--bench and its sizes, --timeout, ...):
- * parse_options (options.c) hands every option it does not know to
- * instruments_option. */
-extern const char instruments_short_options[]; /* getopt letters, "" */
-extern const struct option instruments_long_options[]; /* {NULL} ends */
-/* Before the first option: back to the defaults (a process may parse its
- * command line twice: quietly, then saying why). */
-void instruments_options_reset(void);
-/* One option `c` (getopt's value) with its value (or NULL). Returns
- * PARSE_OK or, after option_error, PARSE_BAD. */
-int instruments_option(int c, const char *value);
-/* After the last option: checks them together (count_given: -n was
- * given). PARSE_OK, or PARSE_BAD after option_error. */
-int instruments_options_check(int count_given);
-/* Writes up to `max` values that every rank must agree on (the options
- * as parsed); returns how many. */
-int instruments_options_values(unsigned long long *values, int max);
-
-/* Parts of the usage text (options.c prints the rest around them). */
+ * What the instruments add to the lesson's options (-n and -h), all in
+ * one table: parse_options (common/src/options.c) adds their letters and
+ * long options to its own, hands every option it does not know to
+ * `parse`, and prints their usage lines inside its usage text. */
 enum usage_part {
   USAGE_SYNOPSIS_OPTIONS, /* " [--timeout SECONDS]" inside the first line */
   USAGE_SYNOPSIS_LINES,   /* further "       PROG ..." lines */
   USAGE_OPTION_LINES,     /* "  --bench ..." lines after -n and -h */
 };
-void instruments_usage(FILE *out, const char *prog, enum usage_part part);
+typedef struct instruments_option_set {
+  const char *short_options;         /* getopt letters, or "" */
+  const struct option *long_options; /* {NULL} ends them */
+  /* Before the first option: back to the defaults (a process may parse
+   * its command line twice: quietly, then saying why). */
+  void (*reset)(void);
+  /* One option `c` (getopt's value) with its value (or NULL): PARSE_OK
+   * or, after option_error, PARSE_BAD. */
+  int (*parse)(int c, const char *value);
+  /* After the last option: checks them together (count_given: -n was
+   * given). PARSE_OK, or PARSE_BAD after option_error. */
+  int (*check)(int count_given);
+  /* Writes up to `max` values that every rank must agree on (the options
+   * as parsed); returns how many. */
+  int (*values)(unsigned long long *values, int max);
+  /* One part of the usage text. */
+  void (*usage)(FILE *out, const char *prog, enum usage_part part);
+} instruments_option_set;
+extern const instruments_option_set instruments_options;
 
 /* ------------------------------------------------------------ the run */
 

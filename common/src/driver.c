@@ -109,7 +109,7 @@ static int check_job(const example_options *opts, int nranks, int ngpus,
 static int options_checksum(const example_options *o, enum parse_result r)
 {
   unsigned long long values[32] = {r, o->count};
-  int n = 2 + instruments_options_values(values + 2, 30);
+  int n = 2 + instruments_options.values(values + 2, 30);
   return (int)(hash_bytes(values, (size_t)n * sizeof values[0]) & 0x7fffffff);
 }
 

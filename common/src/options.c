@@ -18,14 +18,14 @@ static void print_usage(FILE *out)
 {
   const char *prog = usage_prog;
   fprintf(out, "Usage: %s [-n COUNT]", prog);
-  instruments_usage(out, prog, USAGE_SYNOPSIS_OPTIONS);
+  instruments_options.usage(out, prog, USAGE_SYNOPSIS_OPTIONS);
   fprintf(out, " [-h]\n");
-  instruments_usage(out, prog, USAGE_SYNOPSIS_LINES);
+  instruments_options.usage(out, prog, USAGE_SYNOPSIS_LINES);
   fprintf(out,
           "  -n, --count COUNT  floats per rank (default %zu)\n"
           "  -h, --help         show this help and exit\n",
           DEFAULT_COUNT);
-  instruments_usage(out, prog, USAGE_OPTION_LINES);
+  instruments_options.usage(out, prog, USAGE_OPTION_LINES);
   fprintf(out,
           "Environment (pthread build): NTHREADS=N runs N ranks, one per GPU\n"
           "(default: every visible GPU). MPI build: one rank per process. Ranks\n"
@@ -99,11 +99,11 @@ static void option_tables(char *shorts, size_t size, struct option *longs)
       {"count", required_argument, NULL, 'n'},
       {"help", no_argument, NULL, 'h'},
   };
-  snprintf(shorts, size, ":n:h%s", instruments_short_options);
+  snprintf(shorts, size, ":n:h%s", instruments_options.short_options);
   int n = 0;
   for (size_t i = 0; i < sizeof mine / sizeof mine[0]; i++)
     longs[n++] = mine[i];
-  for (const struct option *o = instruments_long_options;
+  for (const struct option *o = instruments_options.long_options;
        o->name != NULL && n < MAX_LONG_OPTIONS; o++)
     longs[n++] = *o;
   longs[n] = (struct option){NULL, 0, NULL, 0};
@@ -166,7 +166,7 @@ enum parse_result parse_options(int argc, char *argv[], example_options *opts,
   usage_prog = path_base_name(argv[0]);
   quiet = be_quiet;
   *opts = (example_options){.prog = usage_prog, .count = DEFAULT_COUNT};
-  instruments_options_reset();
+  instruments_options.reset();
   char shorts[64];
   struct option longs[MAX_LONG_OPTIONS + 1];
   option_tables(shorts, sizeof shorts, longs);
@@ -187,12 +187,12 @@ enum parse_result parse_options(int argc, char *argv[], example_options *opts,
     } else if (c == ':' || c == '?') {
       r = parse_mistake(c, argv[at < argc ? at : argc - 1], longs);
     } else {
-      r = instruments_option(c, optarg);
+      r = instruments_options.parse(c, optarg);
     }
     if (r != PARSE_OK)
       return r;
   }
   if (optind < argc)
     return option_error("unexpected argument '%s'\n", argv[optind]);
-  return instruments_options_check(count_given);
+  return instruments_options.check(count_given);
 }

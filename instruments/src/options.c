@@ -12,8 +12,7 @@
 
 enum { OPT_BENCH = 1000, OPT_CSV, OPT_OVERLAP, OPT_TIMEOUT, OPT_GRAPH };
 
-const char instruments_short_options[] = "b:e:f:w:i:r:";
-const struct option instruments_long_options[] = {
+static const struct option long_options[] = {
     {"bench", no_argument, NULL, OPT_BENCH},
     {"csv", required_argument, NULL, OPT_CSV},
     {"overlap", no_argument, NULL, OPT_OVERLAP},
@@ -40,14 +39,14 @@ static int repeat_given;        /* -r: checked against -i at the end */
 
 const instrument_options *instrument_opts(void) { return &opts; }
 
-void instruments_options_reset(void)
+static void reset(void)
 {
   opts = (instrument_options)DEFAULTS;
   needs_bench = NULL;
   repeat_given = 0;
 }
 
-void instruments_usage(FILE *out, const char *prog, enum usage_part part)
+static void usage(FILE *out, const char *prog, enum usage_part part)
 {
   switch (part) {
   case USAGE_SYNOPSIS_OPTIONS: fprintf(out, " [--timeout SECONDS]"); break;
@@ -126,7 +125,7 @@ static int whole_number(const char *option, const char *value,
   return PARSE_OK;
 }
 
-int instruments_option(int c, const char *value)
+static int parse(int c, const char *value)
 {
   int factor = 0, r = PARSE_OK;
   switch (c) {
@@ -165,7 +164,7 @@ int instruments_option(int c, const char *value)
   }
 }
 
-int instruments_options_check(int count_given)
+static int check(int count_given)
 {
   if (!opts.bench && needs_bench != NULL)
     return option_error("option '%s' only works with --bench\n",
@@ -186,7 +185,7 @@ int instruments_options_check(int count_given)
   return PARSE_OK;
 }
 
-int instruments_options_values(unsigned long long *values, int max)
+static int values(unsigned long long *values, int max)
 {
   const unsigned long long mine[] = {
       opts.bench,  opts.min_bytes, opts.max_bytes,     opts.factor,
@@ -197,3 +196,6 @@ int instruments_options_values(unsigned long long *values, int max)
     values[n] = mine[n];
   return n;
 }
+
+const instruments_option_set instruments_options = {
+    "b:e:f:w:i:r:", long_options, reset, parse, check, values, usage};

@@ -14,28 +14,29 @@ void watch_begin_wait(const char *call, const char *file, int line)
 void watch_end(void) {}
 void watch_rank(int rank) { (void)rank; }
 
-const char instruments_short_options[] = "";
-const struct option instruments_long_options[] = {{NULL, 0, NULL, 0}};
-void instruments_options_reset(void) {}
-int instruments_option(int c, const char *value)
+static void reset(void) {}
+static int parse(int c, const char *value)
 {
   (void)c, (void)value;
   return PARSE_BAD; /* never called: there are no such options */
 }
-int instruments_options_check(int count_given)
+static int check(int count_given)
 {
   (void)count_given;
   return PARSE_OK;
 }
-int instruments_options_values(unsigned long long *values, int max)
+static int values(unsigned long long *out, int max)
 {
-  (void)values, (void)max;
+  (void)out, (void)max;
   return 0;
 }
-void instruments_usage(FILE *out, const char *prog, enum usage_part part)
+static void usage(FILE *out, const char *prog, enum usage_part part)
 {
   (void)out, (void)prog, (void)part;
 }
+static const struct option no_long_options[] = {{NULL, 0, NULL, 0}};
+const instruments_option_set instruments_options = {
+    "", no_long_options, reset, parse, check, values, usage};
 
 void instruments_start(int options_ok) { (void)options_ok; }
 void instruments_watch_ranks(int first_rank, int nranks)
