@@ -72,7 +72,8 @@
  * The simulation's files, one per API area, share this header:
  *   state.c       the process-wide state, settings, rule violations, leaks
  *   rendezvous.c  how ranks (threads or processes) meet through files
- *   cuda.c        CUDA: devices, memory, copies
+ *   cuda.c        CUDA: devices, errors
+ *   memory.c      CUDA: memory, copies, memsets
  *   queues.c      CUDA: the streams' queues of work, and when it runs
  *   streams.c     CUDA: streams, events, graph capture, cudaDeviceSynchronize
  *   nccl.c        NCCL: versions, ids, communicators
@@ -323,6 +324,8 @@ void refuse_in_capture(const char *call, cudaStream_t stream);
 /* The rule for ranks that share a device's context: nothing may wait for
  * the whole device or the legacy default stream (stream NULL). */
 void check_shared_context(const char *call, cudaStream_t stream);
+/* memory.c: a new allocation of `kind`, and the one that starts at p,
+ * taken out of the list (NULL: none). */
 void *new_alloc(size_t size, enum alloc_kind kind);
 sim_alloc *take_alloc(const void *p);
 

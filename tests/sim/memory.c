@@ -1,0 +1,199 @@
+/* ncclsim: CUDA memory (cudaMalloc, cudaFree) and the copies and memsets
+ * the examples make, as CUDA orders them on streams (see sim.h). */
+#include "sim.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void *new_alloc(size_t size, enum alloc_kind kind)
+{
+  sim_alloc *a = calloc(1, sizeof *a);
+  void *p = NULL;
+  if (a == NULL ||
+      posix_memalign(&p, NCCL_WIN_REQUIRED_ALIGNMENT, size ? size : 1) != 0) {
+    free(a);
+    return NULL;
+  }
+  /* Device memory starts as garbage, not zeros: all-ones bytes, which read
+   * as NaN in every float, so that no value a program did not write can
+   * pass a check (0xA5 bytes read as -2.87e-16, which passes for 0). */
+  memset(p, 0xFF, size);
+  *a = (sim_alloc){
+      .base = p, .size = size, .kind = kind, .device = current_device};
+  pthread_mutex_lock(&lock);
+  install_exit_check();
+  a->next = allocs;
+  allocs = a;
+  pthread_mutex_unlock(&lock);
+  return p;
+}
+
+/* Unlinks the allocation that starts at p; NULL if there is none. */
+sim_alloc *take_alloc(const void *p)
+{
+  sim_alloc *a = allocs;
+  while (a != NULL && a->base != p)
+    a = a->next;
+  int found = 0;
+  if (a != NULL)
+    LIST_UNLINK(allocs, a, found);
+  return found ? a : NULL;
+}
+
+cudaError_t cudaMalloc(void **ptr, size_t size)
+{
+  if (injected_failure("cudaMalloc"))
+    return cudaErrorMemoryAllocation;
+  *ptr = new_alloc(size, FROM_CUDA_MALLOC);
+  return *ptr ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+
+cudaError_t cudaFree(void *ptr)
+{
+  if (injected_failure("cudaFree"))
+    return cudaErrorUnknown;
+  if (ptr == NULL)
+    return cudaSuccess;
+  land_device_work(); /* cudaFree waits for the device */
+  pthread_mutex_lock(&lock);
+  sim_alloc *a = find_alloc(ptr, 1);
+  if (a != NULL && a->kind == FROM_NCCL_MEM_ALLOC)
+    violation(NULL, "free-with-ncclMemFree", "cudaFree",
+              "%p came from ncclMemAlloc; release it with ncclMemFree", ptr);
+  a = take_alloc(ptr);
+  pthread_mutex_unlock(&lock);
+  if (a == NULL)
+    return cudaErrorInvalidValue;
+  free(a->base);
+  free(a);
+  return cudaSuccess;
+}
+
+/* A copy on `stream` (cudaMemcpy: the default stream). Host memory here is
+ * always pageable (the programs allocate no pinned memory): a
+ * host-to-device copy is staged at the call and written when its stream's
+ * work runs; a device-to-device copy is queued and reads its source then;
+ * a copy into host memory waits for its stream's earlier work and is done
+ * when the call returns, as CUDA does for copies to pageable memory. */
+static cudaError_t copy(const char *call, void *dst, const void *src,
+                        size_t count, enum cudaMemcpyKind kind,
+                        cudaStream_t stream, int ptds_entry)
+{
+  if (injected_failure(call))
+    return cudaErrorInvalidValue;
+  refuse_in_capture(call, stream);
+  pthread_mutex_lock(&lock);
+  int dst_dev = find_alloc(dst, count) != NULL;
+  int src_dev = find_alloc(src, count) != NULL;
+  pthread_mutex_unlock(&lock);
+  /* Like real CUDA, a copy whose device side is not device memory fails. */
+  if ((kind == cudaMemcpyHostToDevice && !dst_dev) ||
+      (kind == cudaMemcpyDeviceToHost && !src_dev) ||
+      (kind == cudaMemcpyDeviceToDevice && !(dst_dev && src_dev)))
+    return cudaErrorInvalidValue;
+  /* CUPTI's CUpti_ActivityMemcpyKind: HTOD 1, DTOH 2, DTOD 8. */
+  work_item item = {.kind = WORK_COPY, .dst = dst, .size = count,
+                    .copy_kind = 8};
+  if (kind == cudaMemcpyHostToDevice) {
+    item.staged = src;
+    item.copy_kind = 1;
+  } else if (kind == cudaMemcpyDeviceToDevice) {
+    item.src = src;
+  }
+  if (kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice)
+    return enqueue(stream, ptds_entry, &item) ? cudaSuccess
+                                               : cudaErrorMemoryAllocation;
+  stream_sync_point(stream, ptds_entry);
+  memmove(dst, src, count);
+  if (cupti_copy != NULL && cupti_launch != NULL)
+    cupti_copy(cupti_launch(), current_device, 2, count);
+  return cudaSuccess;
+}
+
+/* The per-thread-default-stream entry points (what cuda_runtime.h calls
+ * under CUDA_API_PER_THREAD_DEFAULT_STREAM) and the legacy ones. */
+cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t count,
+                            enum cudaMemcpyKind kind);
+cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count,
+                                 enum cudaMemcpyKind kind, cudaStream_t stream);
+cudaError_t cudaMemsetAsync_ptsz(void *ptr, int value, size_t count,
+                                 cudaStream_t stream);
+
+cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t count,
+                            enum cudaMemcpyKind kind)
+{
+  return copy("cudaMemcpy", dst, src, count, kind, NULL, 1);
+}
+
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t count,
+                       enum cudaMemcpyKind kind)
+{
+  check_shared_context("cudaMemcpy", NULL);
+  return copy("cudaMemcpy", dst, src, count, kind, NULL, 0);
+}
+
+cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count,
+                                 enum cudaMemcpyKind kind, cudaStream_t stream)
+{
+  return copy("cudaMemcpyAsync", dst, src, count, kind, stream, 1);
+}
+
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count,
+                            enum cudaMemcpyKind kind, cudaStream_t stream)
+{
+  check_shared_context("cudaMemcpyAsync", stream);
+  return copy("cudaMemcpyAsync", dst, src, count, kind, stream, 0);
+}
+
+static cudaError_t memset_device(void *ptr, int value, size_t count,
+                                 cudaStream_t stream, int ptds_entry)
+{
+  refuse_in_capture("cudaMemsetAsync", stream);
+  pthread_mutex_lock(&lock);
+  int inside = find_alloc(ptr, count) != NULL;
+  pthread_mutex_unlock(&lock);
+  if (!inside)
+    return cudaErrorInvalidValue;
+  work_item item = {
+      .kind = WORK_MEMSET, .dst = ptr, .size = count, .value = value};
+  return enqueue(stream, ptds_entry, &item) ? cudaSuccess
+                                             : cudaErrorMemoryAllocation;
+}
+
+cudaError_t cudaMemsetAsync_ptsz(void *ptr, int value, size_t count,
+                                 cudaStream_t stream)
+{
+  if (injected_failure("cudaMemsetAsync"))
+    return cudaErrorUnknown;
+  return memset_device(ptr, value, count, stream, 1);
+}
+
+cudaError_t cudaMemsetAsync(void *ptr, int value, size_t count,
+                            cudaStream_t stream)
+{
+  if (injected_failure("cudaMemsetAsync"))
+    return cudaErrorUnknown;
+  check_shared_context("cudaMemsetAsync", stream);
+  return memset_device(ptr, value, count, stream, 0);
+}
+
+cudaError_t cudaMemcpyPeerAsync(void *dst, int dst_device, const void *src,
+                                int src_device, size_t count,
+                                cudaStream_t stream)
+{
+  if (injected_failure("cudaMemcpyPeerAsync"))
+    return cudaErrorUnknown;
+  (void)dst_device;
+  (void)src_device;
+  check_shared_context("cudaMemcpyPeerAsync", stream);
+  refuse_in_capture("cudaMemcpyPeerAsync", stream);
+  pthread_mutex_lock(&lock);
+  int inside = find_alloc(dst, count) != NULL && find_alloc(src, count) != NULL;
+  pthread_mutex_unlock(&lock);
+  if (!inside)
+    return cudaErrorInvalidValue;
+  work_item item = {.kind = WORK_COPY, .dst = dst, .src = src, .size = count,
+                    .copy_kind = 10}; /* CUpti_ActivityMemcpyKind PTOP */
+  return enqueue(stream, 1, &item) ? cudaSuccess : cudaErrorMemoryAllocation;
+}
