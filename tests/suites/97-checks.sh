@@ -72,6 +72,30 @@ if begin checks/case-names-lead-to-their-file-control; then
   end
 fi
 
+# No file of common/, instruments/, tools/ or tests/ is over 350 lines,
+# unless one of its first 3 lines gives the reason ("Over 350 lines: ...").
+# Recorded data (tests/data/, .tsv, .txt, .csv) is not code. The control:
+# a file of 351 lines without a reason is named.
+long_files() { # FILE...: the ones over 350 lines without their reason
+  local p
+  for p in "$@"; do
+    [ "$(wc -l <"$p")" -le 350 ] || head -n 3 "$p" | grep -q "Over 350 lines: " || echo "$p: $(wc -l <"$p") lines"
+  done
+}
+if begin checks/files-within-350-lines; then
+  run true
+  long_files $(tracked_files common instruments tools tests | grep -vE '^tests/data/|\.(tsv|txt|csv|png)$') >"$f.out"
+  [ ! -s "$f.out" ] || why+="over 350 lines, without a reason at the top: $(tr '\n' ' ' <"$f.out")"
+  end
+fi
+if begin checks/files-within-350-lines-control; then
+  run true
+  seq 351 >"$f.long" && { echo "Over 350 lines: planted"; seq 351; } >"$f.long-with-reason"
+  long_files "$f.long" "$f.long-with-reason" >"$f.out"
+  [ "$(cat "$f.out")" = "$f.long: 351 lines" ] || why+="found '$(cat "$f.out")', wanted only $f.long; "
+  end
+fi
+
 # tests/README.md's file map names every file under tests/ (tests/data/
 # as one line). missing_from_map README FILES...: the files not named.
 # The control: a file that is not in the map is found.
