@@ -96,7 +96,8 @@ fault_census() {
 # fault_cell ACTION MODE PROGRAM HOW N R CALL: runs one cell as a case:
 # its name, its census, its run (fault_cell_run), then the checks of what
 # happened: a failure (fault_check_failure), a hang (fault_check_hang), or
-# an injection the rank never reached.
+# an injection the rank never reached. FAULT_CELL_NAME names it otherwise;
+# FAULT_CELL_ALSO is a function of checks of its own, run before `end`.
 fault_cell() {
   local action=$1 mode=$2 p=$3 how=$4 n=$5 r=$6 call=$7 name census makes=0
   fault_name_of "$@"
@@ -127,6 +128,7 @@ fault_cell() {
     want_status 70
     want_err "ncclsim: INJECTION UNUSED: "
   fi
+  [ -z "${FAULT_CELL_ALSO:-}" ] || "$FAULT_CELL_ALSO" # a cell's own checks
   end
 }
 
