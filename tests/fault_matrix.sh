@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The whole fault matrix (`make test-faults`; tests/lib/faults.sh says what
+# The whole fault matrix (`make test-faults`; tests/faults/cell.sh says what
 # a cell is and checks): every call the simulation can inject fails on the
 # first, a middle and the last of 1, 2 and 8 ranks and hangs on both of 2
 # ranks, and five calls also hang on the first, a middle and the last of 1,
-# 4 and 8 ranks (tests/lib/faults.sh), in both modes, both programs, in the lesson, in --bench and in the lesson with every rank
+# 4 and 8 ranks (tests/faults/cell.sh), in both modes, both programs, in the lesson, in --bench and in the lesson with every rank
 # on one GPU. `make test` runs a subset of the same cells (55-fault-matrix.sh).
 #
 # Cells run FAULT_JOBS at a time (default: 2 per core; most of a cell is
@@ -35,7 +35,7 @@ mkdir -p "$TMPDIR"
 
 . tests/lib/tap.sh
 . tests/lib/programs.sh
-. tests/lib/faults.sh
+. tests/faults/cell.sh
 
 mapfile -t cells < <(fault_matrix_cells)
 if [ -n "$LIST" ]; then

@@ -33,7 +33,7 @@
 #
 # tests/lib/tap.sh is the framework (begin, need, run, want_*, end, skip),
 # tests/lib/programs.sh what the suites share (probing, sim_run, expected),
-# tests/lib/expected_output.py the one oracle of a good run's output.
+# tests/oracles/expected_output.py the one oracle of a good run's output.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 . tests/lib/environment.sh
@@ -111,7 +111,7 @@ run_suite() { # FILE: runs its cases, then says how long it took
 # ("# Lane: first", second, third or last). The suites of the second and
 # third lanes run in the background, their TAP lines kept and numbered
 # after the first lane's. The fault suites share the census
-# (tests/lib/faults.sh), so they keep to one lane. The check over the whole
+# (tests/faults/cell.sh), so they keep to one lane. The check over the whole
 # run's logs (99-coverage.sh) is the last. Everything the lanes `need` was
 # built above.
 lane_of() { sed -n 's/^# Lane: \([a-z]*\).*/\1/p' "$1" | head -n 1; }

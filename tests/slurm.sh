@@ -12,7 +12,7 @@
 #     of docs/slurm: one GPU per task, and mpirun inside an allocation of
 #     every GPU of the node);
 #   - runs srun jobs whose output is checked against the one oracle
-#     (tests/lib/expected_output.py): one GPU per task, two tasks given one
+#     (tests/oracles/expected_output.py): one GPU per task, two tasks given one
 #     GPU (refused; shared with NCCL 2.30's switch), a rank that hangs;
 #   - runs a few cases of `make test` there (the suite from a path with
 #     spaces, as a user who is not root).
@@ -171,7 +171,7 @@ sim_dir() { # a fresh folder for the simulation's shared state, the user's
 }
 
 if begin "slurm/docs/$DOC"; then
-  python3 tests/doc_blocks.py --script "$DOC" Slurm "$S/tmp" >"$S/doc-blocks.sh"
+  python3 tests/checks/doc_blocks.py --script "$DOC" Slurm "$S/tmp" >"$S/doc-blocks.sh"
   chmod a+r "$S/doc-blocks.sh"
   TIMEOUT=240 run "$S/as-user" SIM_DIR="$(sim_dir)" DOC_REPO="$REPO" bash "$S/doc-blocks.sh"
   want_status 0

@@ -1,6 +1,6 @@
 # What the suites share about this machine and the programs, sourced by
 # run_tests.sh after tap.sh: MPI and GPU probing, how to run a simulated
-# or real program, and the expected output (tests/lib/expected_output.py).
+# or real program, and the expected output (tests/oracles/expected_output.py).
 
 PROGRAMS="allreduce_sm allgather_ce"
 SMALL=4096 # floats per rank in the simulated runs: fast, still many pages
@@ -88,7 +88,7 @@ mpi_cases() { # mpi_cases NAME: 0 if MPI cases can run, else reports a skip
 # expected PROGRAM NRANKS [ORACLE OPTIONS]: the whole stdout of a good run
 # (--count N, --mode pthread|mpi, --gpus G, --shared-sms S).
 expected() {
-  python3 "$ROOT/tests/lib/expected_output.py" "$@"
+  python3 "$ROOT/tests/oracles/expected_output.py" "$@"
 }
 
 # sim_run VARIANT PROGRAM NRANKS [ARGS...]: runs a simulated program on

@@ -178,7 +178,7 @@ static int spec_matches(const char *var, const char *spec, const char *call)
 /* SIM_CALLS_LOG=FILE: the census of a run. Every injectable call a rank
  * makes is appended to FILE as "CALL RANK", once per process; the fault
  * matrix runs each configuration once this way, so that a cell knows before
- * it runs whether its rank makes its call (tests/lib/faults.sh). */
+ * it runs whether its rank makes its call (tests/faults/cell.sh). */
 static void census(const char *call)
 {
   const char *path = getenv("SIM_CALLS_LOG");
@@ -215,7 +215,7 @@ static void census(const char *call)
 }
 
 /* Wall-clock milliseconds since 1970: the fault matrix measures from the
- * moment of an injection to the end of the job (tests/lib/faults.sh). */
+ * moment of an injection to the end of the job (tests/faults/cell.sh). */
 static long long epoch_ms(void)
 {
   struct timespec t;

@@ -128,12 +128,12 @@ if begin build/sources-copied-inside-another-repository; then
   rm -rf "$outer" && mkdir -p "$outer/inner"
   run git -C "$outer" init -q
   echo "inner/" >"$outer/.gitignore"
-  tracked_files Makefile common 01_allreduce tests/lib | (cd "$ROOT" && tar -cf - -T -) | tar -xf - -C "$outer/inner"
+  tracked_files Makefile common 01_allreduce tests/checks | (cd "$ROOT" && tar -cf - -T -) | tar -xf - -C "$outer/inner"
   mine=$(tracked_files Makefile common 01_allreduce | sort)
   theirs=$(ROOT=$outer/inner tracked_files Makefile common 01_allreduce | sort)
   [ -n "$mine" ] && [ "$mine" = "$theirs" ] || why+="the copy inside another repository lists $(echo "$theirs" | grep -c .) files, this tree $(echo "$mine" | grep -c .); "
-  python3 -c 'import sys; sys.path.insert(0, sys.argv[1] + "/tests/lib"); from markdown import tracked; sys.exit(not tracked("*.c", root=sys.argv[1]))' "$outer/inner" ||
-    why+="tests/lib/markdown.py finds no .c file there; "
+  python3 -c 'import sys; sys.path.insert(0, sys.argv[1] + "/tests/checks"); from markdown import tracked; sys.exit(not tracked("*.c", root=sys.argv[1]))' "$outer/inner" ||
+    why+="tests/checks/markdown.py finds no .c file there; "
   end
 fi
 if begin build/inputs-rebuild; then

@@ -41,10 +41,10 @@ done
 
 # A hang cell on a machine so slow that a call before the injection
 # outlasts the cell's short --timeout: the cell runs again with a longer one
-# and passes (tests/lib/faults.sh), its first run kept. Its limit is 1 s
+# and passes (tests/faults/cell.sh), its first run kept. Its limit is 1 s
 # (the second run's 4 s), the slow call 1.5 s: shorter than the matrix's
 # cells, the same margins.
-. tests/lib/faults.sh
+. tests/faults/cell.sh
 # (its first run, kept, was ended by the slow call: fault_cell_run)
 first_run_was_ended_by_the_slow_call() {
   local first=$f.before-injection.err

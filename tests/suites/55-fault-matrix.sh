@@ -1,10 +1,10 @@
-# The fault matrix's subset for `make test` (tests/lib/faults.sh; the whole
+# The fault matrix's subset for `make test` (tests/faults/cell.sh; the whole
 # matrix is `make test-faults`, tests/fault_matrix.sh).
 # Cases: fault-matrix/pthread/... and fault-matrix/mpi/... (a call fails),
-# fault-matrix/hang/... (a call hangs): the cells of tests/lib/faults.sh.
+# fault-matrix/hang/... (a call hangs): the cells of tests/faults/cell.sh.
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
 # Lane: third (tests/run_tests.sh runs the lanes of a whole run at once)
-. tests/lib/faults.sh
+. tests/faults/cell.sh
 
 mapfile -t cells < <(fault_subset_cells)
 fault_run_cells "${FAULT_JOBS:-$((4 * $(nproc)))}" "${cells[@]}"

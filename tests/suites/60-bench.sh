@@ -28,8 +28,8 @@ for variant in sim-pthread sim-mpi asan-pthread; do
       [ "$lines" = $((1 + 4 * modes + modes)) ] || why+="CSV has $lines lines, wanted $((1 + 5 * modes)); "
       [ "$(grep -c ',n/a,' "$f.csv" 2>/dev/null)" = $((4 * modes)) ] ||
         why+="engine column is not n/a without CUPTI; "
-      # Every derived number against its definition (tests/lib/bench_oracle.py).
-      python3 tests/lib/bench_oracle.py "$f.csv" --gpus 8 >"$f.oracle" 2>&1 ||
+      # Every derived number against its definition (tests/oracles/bench_oracle.py).
+      python3 tests/oracles/bench_oracle.py "$f.csv" --gpus 8 >"$f.oracle" 2>&1 ||
         why+="$(grep -v '^bench_oracle:' "$f.oracle" | head -n 2 | tr '\n' ' '); "
       no_violation
       end
@@ -202,7 +202,7 @@ assert all(r[0] == "a,b\"c\x27d" for r in rows[1:]), [r[0] for r in rows[1:]]
       $c["graph_time_us"] != "" && split($c["graph_loops_us"], l, ";") == 3 && $c["cv_pct"] != "" { n++ }
       END { print n + 0 }' "$f.csv")
     [ "$filled" = $((2 * $(nmodes_of $p))) ] || why+="$filled rows with 3 graph loops, wanted $((2 * $(nmodes_of $p))); "
-    python3 tests/lib/bench_oracle.py "$f.csv" --gpus 8 >"$f.oracle" 2>&1 ||
+    python3 tests/oracles/bench_oracle.py "$f.csv" --gpus 8 >"$f.oracle" 2>&1 ||
       why+="$(grep -v '^bench_oracle:' "$f.oracle" | head -n 2 | tr '\n' ' '); "
     no_violation
     end
@@ -295,7 +295,7 @@ for r in rows:
 print("\n".join(bad))
 sys.exit(1 if bad else 0)
 PY
-  python3 tests/lib/bench_oracle.py "$f.csv" --gpus 8 >"$f.oracle" 2>&1 ||
+  python3 tests/oracles/bench_oracle.py "$f.csv" --gpus 8 >"$f.oracle" 2>&1 ||
     why+="$(grep -v '^bench_oracle:' "$f.oracle" | head -n 2 | tr '\n' ' '); "
   no_violation
   end
@@ -306,7 +306,7 @@ if begin "bench/sim-pthread/allreduce_sm-3-ranks-on-2-gpus"; then
   shared_run sim-pthread allreduce_sm 3 2 23007 --bench -b 64K -e 64K -w 1 -i 2 --csv "$f.csv"
   want_status 0
   want_out "# %roof: busbw x 2 (what the GPU moves for its 2 ranks) / roof"
-  python3 tests/lib/bench_oracle.py "$f.csv" --gpus 2 >"$f.oracle" 2>&1 ||
+  python3 tests/oracles/bench_oracle.py "$f.csv" --gpus 2 >"$f.oracle" 2>&1 ||
     why+="$(grep -v '^bench_oracle:' "$f.oracle" | head -n 2 | tr '\n' ' '); "
   no_violation
   end

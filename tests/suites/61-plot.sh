@@ -31,7 +31,7 @@ if command -v gnuplot >/dev/null; then
       want_status 0
       python3 - "$csv" "$f.data" "$n" >"$f.check" 2>&1 <<'PY' || why+="$(head -n 2 "$f.check" | tr '\n' ' '); "
 import csv, sys
-sys.path.insert(0, "tests/lib")
+sys.path.insert(0, "tests/oracles")
 from bench_oracle import BUS  # noqa: E402  (the definitions, in one place)
 path, data, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 every = list(csv.DictReader(open(path)))

@@ -1,7 +1,7 @@
 # The simulation against what NCCL did on a GPU: tools/nccl_facts on the
 # simulation (with its CUPTI), per recorded file of docs/facts (version and
-# ranks), compared fact by fact (tests/lib/facts_check.py); the known
-# differences are in tests/facts_exceptions.txt, each with its reason.
+# ranks), compared fact by fact (tests/oracles/facts_check.py); the known
+# differences are in tests/oracles/facts_exceptions.txt, each with its reason.
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
 # Lane: second (tests/run_tests.sh runs the lanes of a whole run at once)
 
@@ -35,7 +35,7 @@ for record in "$ROOT"/docs/facts/nccl-*.tsv; do
     run "$B/simcupti-tools/nccl_facts" --tsv --ranks "$n" --timeout 20 \
     --only "$(tail -n +2 "$facts" | cut -f1 | paste -sd, -)"
   want_status 0
-  python3 "$ROOT/tests/lib/facts_check.py" "$facts" "$f.out" "$ROOT/tests/facts_exceptions.txt" >"$f.check" ||
+  python3 "$ROOT/tests/oracles/facts_check.py" "$facts" "$f.out" "$ROOT/tests/oracles/facts_exceptions.txt" >"$f.check" ||
     why+="$(grep -v '^#' "$f.check" | head -n 4 | tr '\n' ' ')"
   end
 done

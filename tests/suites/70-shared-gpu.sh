@@ -155,7 +155,7 @@ done
 if begin shared-gpu/bench-l2-marking; then
   SIM_L2_BYTES=1572864 shared_run sim-pthread allgather_ce 4 1 23007 --bench -b 256K -e 1M -f 2 -w 1 -i 2 --csv "$f.csv"
   want_status 0
-  python3 tests/lib/bench_oracle.py "$f.csv" --gpus 1 --l2 1572864 >"$f.oracle" 2>&1 ||
+  python3 tests/oracles/bench_oracle.py "$f.csv" --gpus 1 --l2 1572864 >"$f.oracle" 2>&1 ||
     why+="$(grep -v '^bench_oracle:' "$f.oracle" | head -n 2 | tr '\n' ' '); "
   marked() { awk -F, -v size="$1" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
     $c["size_bytes"] == size && $c["in_l2"] == "L2"' "$f.csv" | wc -l; }

@@ -1,4 +1,4 @@
-# The shell blocks of the READMEs and docs (tests/doc_blocks.py): every one
+# The shell blocks of the READMEs and docs (tests/checks/doc_blocks.py): every one
 # is marked, and those that run without a GPU run, in order, as a reader
 # would, in a scratch copy of the tree under the simulation: one case per
 # file, docs/FILE. The controls give doc_blocks.py the pages of
@@ -10,14 +10,14 @@ if ! command -v python3 >/dev/null; then
   skip docs/every-shell-block-marked "python3 not installed"
 else
   if begin docs/every-shell-block-marked; then
-    run python3 tests/doc_blocks.py --check
+    run python3 tests/checks/doc_blocks.py --check
     want_status 0
     want_out "0 unmarked, 0 fixed paths in /tmp"
     [ "$status" = 0 ] || why+="$(grep -v '^doc_blocks:' "$f.out" | head -n 3 | tr '\n' ' ')"
     end
   fi
   if begin docs/control/words-about-how-it-was-made-fail; then
-    run python3 tests/check_docs.py --users-text tests/data/docs/internal-text.md
+    run python3 tests/checks/check_docs.py --users-text tests/data/docs/internal-text.md
     want_status 1
     want_out "internal-text.md:3: a path outside the repository: '../shared/'"
     want_out "internal-text.md:3: a helper script that is not in the repository: '.gpu/'"
@@ -33,26 +33,26 @@ else
     end
   fi
   if begin docs/control/a-fixed-tmp-path-fails; then
-    run python3 tests/doc_blocks.py --check tests/data/docs/fixed-tmp.md
+    run python3 tests/checks/doc_blocks.py --check tests/data/docs/fixed-tmp.md
     want_status 1
     want_out "tests/data/docs/fixed-tmp.md:5: a fixed path in /tmp, in every other user's way on a shared machine"
     end
   fi
   if begin docs/control/a-link-out-of-a-copied-lesson-without-its-place-fails; then
-    run python3 tests/check_docs.py --links-as 01_allreduce/c/README.md tests/data/docs/copied-lesson-link.md
+    run python3 tests/checks/check_docs.py --links-as 01_allreduce/c/README.md tests/data/docs/copied-lesson-link.md
     want_status 1
     want_out "01_allreduce/c/README.md: the link [troubleshooting page](../../docs/troubleshooting.md) leaves what is copied with the lesson: write it [docs/troubleshooting.md](../../docs/troubleshooting.md)"
     [ "$(wc -l <"$f.out")" = 1 ] || why+="not the one problem wanted: $(wc -l <"$f.out") lines; "
     end
   fi
   if begin docs/control/a-page-without-where-it-was-run-fails; then
-    run python3 tests/check_docs.py --where-run tests/data/docs/internal-text.md
+    run python3 tests/checks/check_docs.py --where-run tests/data/docs/internal-text.md
     want_status 1
     want_out "tests/data/docs/internal-text.md: no paragraph '**Where this was run.** ...'"
     end
   fi
   if begin docs/control/an-unmarked-block-fails; then
-    run python3 tests/doc_blocks.py --check tests/data/docs/unmarked.md
+    run python3 tests/checks/doc_blocks.py --check tests/data/docs/unmarked.md
     want_status 1
     want_out "tests/data/docs/unmarked.md:3: shell block without a mark"
     end
@@ -62,14 +62,14 @@ else
   # registry) is counted as a skip, named by page and line, with its mark.
   while IFS=$'\t' read -r where what; do
     [ -n "$where" ] && skip "docs/needs/$where" "$what: not run as a docs block"
-  done < <(python3 tests/doc_blocks.py --needs)
+  done < <(python3 tests/checks/doc_blocks.py --needs)
 
   # One case per page: a page's blocks run in one shell, a build of one
   # block is what the next finds. A doc block that starts the suite runs
   # one case of it (doc_blocks.py, NESTED_FILTER).
-  for doc in $(python3 tests/doc_blocks.py --files); do
+  for doc in $(python3 tests/checks/doc_blocks.py --files); do
     lacking="" # (a listing names the case either way: no need to ask)
-    [ -n "$LIST" ] || lacking=$(DOC_BLOCKS_NO_MPI=$([ $HAVE_MPI = 0 ] && echo 1) python3 tests/doc_blocks.py --missing "$doc")
+    [ -n "$LIST" ] || lacking=$(DOC_BLOCKS_NO_MPI=$([ $HAVE_MPI = 0 ] && echo 1) python3 tests/checks/doc_blocks.py --missing "$doc")
     if [ -n "$lacking" ]; then
       if [ -n "$MPI_CHECK" ] && [ $HAVE_MPI = 0 ] && [ "$lacking" = mpirun ]; then
         skip "docs/blocks/$doc" "its blocks use mpirun: $NO_MPI"
@@ -80,7 +80,7 @@ else
     fi
     if begin "docs/blocks/$doc"; then
       need programs-sim-pthread
-      TIMEOUT=300 run python3 tests/doc_blocks.py --run "$doc" --time-limit 280
+      TIMEOUT=300 run python3 tests/checks/doc_blocks.py --run "$doc" --time-limit 280
       want_status 0
       want_out "doc_blocks: every block ran"
       [ "$status" = 0 ] || why+="$(grep '^doc_blocks: ' "$f.out" | tail -n 1) "
@@ -91,7 +91,7 @@ else
   # The controls: what the docs cases must catch.
   if begin docs/control/the-old-run-block-fails-in-order; then
     need programs-sim-pthread
-    run python3 tests/doc_blocks.py --run tests/data/docs/run-out-of-order.md
+    run python3 tests/checks/doc_blocks.py --run tests/data/docs/run-out-of-order.md
     want_status 1
     want_out "doc_blocks: tests/data/docs/run-out-of-order.md:6: exit status 127"
     want_out "./allgather_ce: No such file or directory"
@@ -100,7 +100,7 @@ else
   fi
   if begin docs/control/a-transcript-that-differs-fails; then
     need programs-sim-pthread
-    run python3 tests/doc_blocks.py --run tests/data/docs/output-differs.md
+    run python3 tests/checks/doc_blocks.py --run tests/data/docs/output-differs.md
     want_status 1
     want_out "doc_blocks: tests/data/docs/output-differs.md:5: the output differs from the block"
     want_out "+what the command prints"
@@ -108,7 +108,7 @@ else
   fi
   if begin docs/control/a-command-that-never-returns-is-ended; then
     need programs-sim-pthread
-    run python3 tests/doc_blocks.py --run tests/data/docs/never-returns.md --time-limit 3
+    run python3 tests/checks/doc_blocks.py --run tests/data/docs/never-returns.md --time-limit 3
     want_status 1
     want_out "before"
     want_err "doc_blocks: tests/data/docs/never-returns.md:6: sleep 600: had not finished after 3 s"

@@ -8,7 +8,7 @@ if [ -n "$FILTER" ]; then
 elif begin coverage/every-error-message-tested; then
   # Without Open MPI the MPI cases were skipped: their messages are left
   # out, and named in the log.
-  run python3 tests/check_messages.py $([ $HAVE_MPI = 0 ] && echo --without-mpi) "$LOG"
+  run python3 tests/checks/check_messages.py $([ $HAVE_MPI = 0 ] && echo --without-mpi) "$LOG"
   want_status 0
   [ "$status" = 0 ] || why+="$(grep -v '^check_messages:' "$f.out" | head -n 5 | tr '\n' ' ')"
   end

@@ -3,7 +3,7 @@
 some test case: each print_error() (and option_error()) format string in
 common/ and instruments/ must match a
 line of some log in LOGDIR (tests/build/logs), or be listed in
-tests/untested_messages.txt with the reason no test provokes it.
+tests/checks/untested_messages.txt with the reason no test provokes it.
 Prints what is missing; exits 1 if anything is.
 
     check_messages.py [--without-mpi] [LOGDIR]
@@ -11,14 +11,14 @@ Prints what is missing; exits 1 if anything is.
 --without-mpi: the MPI cases could not run here (no Open MPI), so the
 messages only several MPI processes can print are left out, and named:
 those of common/src/transport/mpi.c and those listed in
-tests/mpi_only_messages.txt.
+tests/checks/mpi_only_messages.txt.
 """
 import glob
 import os
 import re
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # The same checkout by the path the suite's scripts give it (SUITE_ROOT,
 # without spaces: tests/lib/environment.sh), when that is this one.
 if os.environ.get("SUITE_ROOT") and os.path.isdir(os.environ["SUITE_ROOT"]) \
@@ -48,7 +48,7 @@ def pattern(fmt):
 def listed(name):
     """{format string: reason} of a list file in tests/ (FORMAT -- WHY)."""
     entries = {}
-    for line in open(os.path.join(ROOT, "tests", name)):
+    for line in open(os.path.join(ROOT, "tests", "checks", name)):
         if line.strip() and not line.startswith("#"):
             fmt, _, why = line.rstrip("\n").partition(" -- ")
             entries[fmt.strip()] = why.strip()

@@ -3,7 +3,7 @@
 
 - A code block after `<!-- expected-output PROGRAM N -->` must equal what
   PROGRAM prints on N ranks and N visible GPUs, both as the oracle
-  (tests/lib/expected_output.py) says and as the simulated program prints,
+  (tests/oracles/expected_output.py) says and as the simulated program prints,
   up to its last lines, the report of what ran: those must be lines that a
   recorded GPU run printed (docs/what-ran/h200-*.txt).
 - The README's option table names every option the programs accept and no
@@ -32,7 +32,7 @@
   it were PATH).
 - README.md and the pages of docs/ each say where their results were run
   (`--where-run FILE...`).
-The page checks are in tests/lib/page_checks.py.
+The page checks are in tests/checks/page_checks.py.
 Prints one line per problem; exits 1 if there is any.
 """
 import difflib
@@ -43,7 +43,7 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "oracles"))
 import expected_output  # noqa: E402
 from markdown import ROOT, code_blocks, tracked  # noqa: E402
 from page_checks import (check_fact_citations, check_links, check_typed_counts,  # noqa: E402

@@ -48,7 +48,6 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 from markdown import ROOT, code_blocks, tracked  # noqa: E402
 
 SHELL_LANGS = ("sh", "bash", "shell", "console")
@@ -103,7 +102,7 @@ def check(docs):
         for block, mark in shell_blocks(doc):
             if mark is None:
                 problems.append(f"{doc}:{block.line}: shell block without a mark on the line above its fence:"
-                                " <!-- tested on the simulation --> or <!-- needs a GPU --> (tests/doc_blocks.py)")
+                                " <!-- tested on the simulation --> or <!-- needs a GPU --> (tests/checks/doc_blocks.py)")
                 unmarked += 1
             else:
                 marked += 1

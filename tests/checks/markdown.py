@@ -1,5 +1,5 @@
 """The repository's Markdown files and their fenced code blocks, for the
-checks of the docs (tests/check_docs.py, tests/doc_blocks.py)."""
+checks of the docs (tests/checks/check_docs.py, tests/checks/doc_blocks.py)."""
 import collections
 import os
 import re

@@ -1,4 +1,4 @@
-"""The checks of what the pages say to users, for tests/check_docs.py: no
+"""The checks of what the pages say to users, for tests/checks/check_docs.py: no
 words about how the project was made, no typed result without its record,
 links that work (and, from a lesson or common/, that say where a page of
 the suite lives), a paragraph on where each page's results were run, and citations of
@@ -23,7 +23,7 @@ INTERNAL_TEXT = [
 # word inside a file name is fine): the project's own jargon, and names of
 # NVIDIA's tools and features that README.md's "Words used here" explains.
 JARGON = [
-    (r"\boracles?\b", "jargon: say what is computed (the expected output)"),
+    (r"(?<![\w/.-])oracles?\b(?!/)", "jargon: say what is computed (the expected output)"),
     (r"(?<![\w/.-])hermetic\b", "jargon: say what the run kept out"),
     (r"\bthe driver\b", "'the driver' reads as NVIDIA's: name run_example (common/src/driver.c)"),
     (r"\bCI\b", "'CI': name what runs (.ci/run)"),

@@ -4,7 +4,7 @@
   facts_check.py RECORD MEASURED EXCEPTIONS
 
 RECORD is a docs/facts file, MEASURED the simulated probe's --tsv output
-for the same version and rank count, EXCEPTIONS tests/facts_exceptions.txt.
+for the same version and rank count, EXCEPTIONS tests/oracles/facts_exceptions.txt.
 For every fact of RECORD: control, result and window must be equal, and,
 for a fact about what ran, the engine (the copy engines, or the kernels by
 name; not the number of copies, which is the simulation's own model),

@@ -1,7 +1,7 @@
 # One cell of the fault matrix, run and checked; shared by the suite's
 # subset (tests/suites/55-fault-matrix.sh, in `make test`) and the whole
 # matrix (tests/fault_matrix.sh, `make test-faults`), with the lists of
-# cells in tests/lib/fault_cells.sh. Sourced after tap.sh and programs.sh.
+# cells in tests/faults/cells.sh. Sourced after tap.sh and programs.sh.
 #
 # A cell is one line "ACTION MODE PROGRAM HOW NRANKS RANK CALL":
 #   ACTION  fails (SIM_FAIL=CALL:RANK) or hangs (SIM_HANG=CALL:RANK)
@@ -247,4 +247,4 @@ fault_check_hang() {
 
 # Which cells, run how many at a time, and the check that every call was
 # injected.
-. "$ROOT/tests/lib/fault_cells.sh"
+. "$ROOT/tests/faults/cells.sh"

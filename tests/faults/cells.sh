@@ -1,4 +1,4 @@
-# The fault matrix's cells (tests/lib/faults.sh runs and checks one): the
+# The fault matrix's cells (tests/faults/cell.sh runs and checks one): the
 # whole matrix, `make test`'s subset, running them in parallel, and the
 # check that every injectable call was injected. Sourced by faults.sh.
 
