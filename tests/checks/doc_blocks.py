@@ -55,9 +55,10 @@ RUNS = re.compile(r"^<!-- tested on the simulation(?:: (\d+) simulated GPUs?)?(?
 NEEDS = re.compile(r"^<!-- needs (\S.*?) -->$")
 DEFAULT_GPUS = 4
 # One case of the suite and one cell of the fault matrix: what the suite
-# runs when a doc block starts it without a TEST_FILTER of its own.
-# (Both need only the simulated pthread build, which the copy then builds once.)
-NESTED_FILTER = r"^(sim/sim-pthread/allreduce_sm-1|fault-matrix/pthread/allreduce_sm/lesson/cudaSetDevice-fails-on-rank-0-of-1)$"
+# runs when a doc block starts it without a TEST_FILTER of its own. The
+# case runs the simulated build with CUPTI, which tools/simulate.sh uses
+# too, so that the copy builds it once.
+NESTED_FILTER = r"^(cupti/pthread/allreduce_sm-1-local-copy|fault-matrix/pthread/allreduce_sm/lesson/cudaSetDevice-fails-on-rank-0-of-1)$"
 TIME_LIMIT = 300  # seconds for one file's blocks
 FIXTURES = "tests/data/"  # the cases of this file's own checks
 SIM_OBJECT = os.path.join(ROOT, "tests", "build", "sim-pthread", "sim.o")
