@@ -229,24 +229,21 @@ def check_glossary(problems):
     return len(GLOSSARY_TERMS)
 
 
+# The checks that run alone on the files named after them (their controls
+# give them the pages of tests/data/docs).
+ONE_CHECK = {
+    "--users-text": lambda problems, files: (check_users_text(problems, files),
+                                             check_typed_counts(problems, files)),
+    "--where-run": check_where_run,
+    # --links-as PATH FILE: FILE's links, as if FILE were PATH in the tree
+    "--links-as": lambda problems, args: check_links(problems, [(args[0], args[1])]),
+}
+
+
 def main():
-    if sys.argv[1:2] == ["--users-text"]:
+    if sys.argv[1:2] and sys.argv[1] in ONE_CHECK:
         problems = []
-        check_users_text(problems, sys.argv[2:])
-        check_typed_counts(problems, sys.argv[2:])
-        for p in problems:
-            print(p)
-        return 1 if problems else 0
-    if sys.argv[1:2] == ["--where-run"]:
-        problems = []
-        check_where_run(problems, sys.argv[2:])
-        for p in problems:
-            print(p)
-        return 1 if problems else 0
-    if sys.argv[1:2] == ["--links-as"]:
-        # --links-as PATH FILE: FILE's links, as if FILE were PATH in the tree
-        problems = []
-        check_links(problems, [(sys.argv[2], sys.argv[3])])
+        ONE_CHECK[sys.argv[1]](problems, sys.argv[2:])
         for p in problems:
             print(p)
         return 1 if problems else 0
