@@ -7,11 +7,13 @@
 EXAMPLES := 01_allreduce 02_allgather
 PROGRAM_01_allreduce := allreduce_sm
 PROGRAM_02_allgather := allgather_ce
+# The device API lesson needs NCCL >= 2.30.7 and nvcc: built when named.
+PROGRAM_03_allreduce_lsa := allreduce_lsa
 
-.PHONY: all $(EXAMPLES) test test-faults test-without-mpi test-mutants test-under-load test-slurm test-no-cuda run-examples clean install help
+.PHONY: all $(EXAMPLES) 03_allreduce_lsa test test-faults test-without-mpi test-mutants test-under-load test-slurm test-no-cuda run-examples clean install help
 all: $(EXAMPLES)
 
-$(EXAMPLES):
+$(EXAMPLES) 03_allreduce_lsa:
 	$(MAKE) --no-print-directory -C $@/c
 	cp -f $@/c/$(PROGRAM_$@) $(PROGRAM_$@)
 
@@ -50,8 +52,8 @@ run-examples:
 	for e in $(EXAMPLES); do $(MAKE) --no-print-directory -C $$e/c test || exit; done
 
 clean:
-	for e in $(EXAMPLES); do $(MAKE) --no-print-directory -C $$e/c clean || exit; done
-	rm -f $(foreach e,$(EXAMPLES),$(PROGRAM_$(e)))
+	for e in $(EXAMPLES) 03_allreduce_lsa; do $(MAKE) --no-print-directory -C $$e/c clean || exit; done
+	rm -f $(foreach e,$(EXAMPLES) 03_allreduce_lsa,$(PROGRAM_$(e)))
 	rm -rf tests/build tools/nccl_facts tools/nccl_facts.config
 
 install:
@@ -61,6 +63,7 @@ help:
 	@echo "make                 build both examples (pthread mode) into ./"
 	@echo "make 01_allreduce    build ./allreduce_sm"
 	@echo "make 02_allgather    build ./allgather_ce"
+	@echo "make 03_allreduce_lsa  build ./allreduce_lsa (NCCL >= 2.30.7 headers, nvcc; not part of make)"
 	@echo "make MPI=1           build for mpirun (one process per GPU)"
 	@echo "make test            run the test suite (no GPU needed; about 5 minutes on 2 cores)"
 	@echo "make test-faults     the whole fault matrix (no GPU needed; minutes)"

@@ -31,6 +31,23 @@ else
   $(error LEAN=$(LEAN): use LEAN=1 for the lesson without instruments or LEAN=0 (default))
 endif
 
+# The lesson: main.c, or main.cu where it has a kernel of its own
+# (03_allreduce_lsa). nvcc compiles it for CUDA_ARCH (compute capabilities:
+# code for each, and PTX of the last for newer GPUs).
+MAIN := $(if $(wildcard main.cu),main.cu,main.c)
+NVCC ?= $(CUDA_HOME)/bin/nvcc
+CUDA_ARCH ?= 80 90
+CU_GENCODE := $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(a),code=sm_$(a)) \
+              -gencode arch=compute_$(lastword $(CUDA_ARCH)),code=compute_$(lastword $(CUDA_ARCH))
+# -Wno-missing-field-initializers: NCCL's own initializers
+# (NCCL_COMM_PROPERTIES_INITIALIZER) name only the struct's first fields.
+CU_FLAGS := -std=c++17 $(CU_GENCODE) \
+            -Xcompiler -Wall,-Wextra,-Werror,-Wno-missing-field-initializers \
+            $(filter-out -std=% -W%,$(CFLAGS)) -MMD -MP
+CU_CPPFLAGS := -I$(TOOLCHAIN_DIR)/include $(if $(NCCL_HOME),-isystem $(NCCL_HOME)/include) \
+               -isystem $(CUDA_HOME)/include $(PTDS_CPPFLAGS) -D_GNU_SOURCE
+MAIN_LIBS := $(if $(filter main.cu,$(MAIN)),-lstdc++)
+
 # main.c, common/src/*.c, the one transport of this mode (threads or mpi)
 # and the instruments (or the file that stands in for them).
 OBJS := $(OBJ_DIR)/main.o \
@@ -53,6 +70,7 @@ INSTRUMENTS_CPPFLAGS=$(INSTRUMENTS_CPPFLAGS)
 LDFLAGS=$(LDFLAGS)
 NCCL_HOME=$(NCCL_HOME)
 CUDA_HOME=$(CUDA_HOME)
+$(if $(filter main.cu,$(MAIN)),NVCC=$(NVCC) CUDA_ARCH=$(CUDA_ARCH) CU_COMPILE=$(CU_COMPILE))
 $(if $(filter mpi,$(MODE)),MPI_HOME=$(MPI_HOME))
 LIBS=$(RUNTIME_LIBS) $(MODE_LIBS)
 endef
@@ -65,7 +83,7 @@ endif
 # nccl.h older than that stops the build here with one line, before any
 # compiler error. The header's version is its NCCL_VERSION_CODE.
 ifneq ($(and $(MIN_NCCL),$(if $(filter help clean,$(MAKECMDGOALS)),,build)),)
-  NCCL_H_CODE := $(shell printf '\043include <nccl.h>\nNCCL_VERSION_CODE\n' | $(CC) $(ALL_CPPFLAGS) -E -P -x c - 2>/dev/null | tail -n 1)
+  NCCL_H_CODE := $(shell printf '\043include <nccl.h>\nNCCL_VERSION_CODE\n' | $(CC) $(if $(filter main.cu,$(MAIN)),$(CU_CPPFLAGS),$(ALL_CPPFLAGS)) -E -P -x c - 2>/dev/null | tail -n 1)
   MIN_NCCL_CODE := $(shell echo '$(MIN_NCCL)' | awk -F. '{ printf "%d", $$1 * 10000 + $$2 * 100 + $$3 }')
   ifeq ($(shell [ "$(NCCL_H_CODE)" -lt "$(MIN_NCCL_CODE)" ] 2>/dev/null && echo old),old)
     $(error $(PROGRAM) needs NCCL >= $(MIN_NCCL), and the nccl.h this build finds ($(if $(NCCL_HOME),in NCCL_HOME=$(NCCL_HOME),in the default places)) is $(shell echo '$(NCCL_H_CODE)' | awk '{ printf "%d.%d.%d", $$1 / 10000, $$1 % 10000 / 100, $$1 % 100 }'): build with a newer NCCL (make NCCL_HOME=dir))
@@ -92,11 +110,22 @@ test: $(BIN)
 # relink the program when they change.
 $(BIN): $(OBJS) $(BUILD_DIR)/config $(wildcard $(filter %.o %.a,$(RUNTIME_LIBS)))
 	@echo "  LD      $@ ($(MODE))"
-	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(OBJS) $(RUNTIME_LIBS) $(MODE_LIBS) -pthread -lm
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(OBJS) $(RUNTIME_LIBS) $(MODE_LIBS) $(MAIN_LIBS) -pthread -lm
 
+ifeq ($(MAIN),main.cu)
+# A lesson with its own kernel (main.cu) is compiled by nvcc for the GPU
+# architectures in CUDA_ARCH, and linked with the C++ runtime. NCCL's
+# headers (with the device API, nccl_device.h) are system headers here,
+# ahead of the nccl.h the toolkit may carry. The tests' simulation compiles
+# it as host C++ instead (CU_COMPILE: tests/Makefile).
+$(OBJ_DIR)/main.o: main.cu $(OBJ_DIR)/config
+	@echo "  NVCC    $<"
+	$(Q)mkdir -p $(@D) && $(if $(CU_COMPILE),$(CU_COMPILE) $(ALL_CPPFLAGS) $(CFLAGS),$(NVCC) $(CU_CPPFLAGS) $(CU_FLAGS)) -c -o $@ $<
+else
 $(OBJ_DIR)/main.o: main.c $(OBJ_DIR)/config
 	@echo "  CC      $<"
 	$(Q)mkdir -p $(@D) && $(CC) $(ALL_CPPFLAGS) $(WARNINGS) $(CFLAGS) -MMD -MP -c -o $@ $<
+endif
 
 $(OBJ_DIR)/common/%.o: $(COMMON_DIR)/src/%.c $(OBJ_DIR)/config
 	@echo "  CC      $<"

@@ -21,6 +21,7 @@
 
 #include <stddef.h>
 
+#include <cuda_runtime.h>
 #include <nccl.h>
 
 #include "options.h"
@@ -36,6 +37,17 @@ typedef struct run_state run_state;
 enum example_collective { COLLECTIVE_ALLREDUCE, COLLECTIVE_ALLGATHER };
 
 typedef struct example_desc example_desc;
+
+/* A lesson's own collective kernel (03_allreduce_lsa): --bench times it
+ * beside NCCL's collective, on the same windows. setup and teardown are
+ * collective (a device communicator on `comm`); run queues one operation
+ * of `count` floats per rank on `stream`. */
+typedef struct device_kernel {
+  void *(*setup)(ncclComm_t comm);
+  void (*run)(void *state, ncclWindow_t send, ncclWindow_t recv, size_t count,
+              cudaStream_t stream);
+  void (*teardown)(ncclComm_t comm, void *state);
+} device_kernel;
 
 /* What one rank knows about itself. Read-only for the example. */
 typedef struct rank_ctx {
@@ -62,6 +74,10 @@ struct example_desc {
   int min_nccl;                       /* NCCL_VERSION(x, y, z) it needs */
   const char *needs;                  /* what needs that version, for messages */
   enum example_collective collective; /* the collective the lesson makes */
+  int headers_bound; /* a device API lesson's NCCL_VERSION_CODE: a loaded
+                        NCCL older than its nccl.h is refused, as NCCL's
+                        device API refuses it (0: no bound) */
+  const device_kernel *kernel; /* the lesson's own kernel, or NULL */
 };
 
 /* Parses the command line, checks that every rank has a GPU of its own (or

@@ -13,10 +13,26 @@
 #ifndef EXAMPLE_H
 #define EXAMPLE_H
 
+/* A CUDA C++ lesson (03_allreduce_lsa) includes these C headers too: C
+ * linkage, and C11's _Noreturn in C++'s spelling (as glibc's sys/cdefs.h
+ * does for compilers without it). */
+#ifdef __cplusplus
+#include <cuda_runtime.h> /* C++ headers: included here, outside the C block */
+#include <nccl.h>
+#ifndef _Noreturn
+#define _Noreturn [[noreturn]]
+#endif
+extern "C" {
+#endif
+
 #include "bootstrap.h"
 #include "checks.h"
 #include "output.h"
 #include "requirements.h"
 #include "verify.h"
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

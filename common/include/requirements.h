@@ -22,6 +22,12 @@
 int all_ranks_require_nccl(const rank_ctx *ctx, int min_code,
                            const char *feature);
 
+/* Collective. A device API program is refused by NCCL (>= 2.30) when the
+ * loaded library is older than the nccl.h it was built with: checks that
+ * here first, so that the refusal names both versions in one line.
+ * headers_code 0 checks nothing. Returns 1 on every rank if it holds. */
+int all_ranks_require_headers(const rank_ctx *ctx, int headers_code);
+
 /* Collective. Each rank without a symmetric window says so in one line,
  * and the run goes on, on NCCL's regular path: a NULL handle after a
  * successful ncclCommWindowRegister (NCCL 2.30.7 writes NULL without

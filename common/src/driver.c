@@ -40,7 +40,8 @@ static void say_gpus_shared(int ranks, int ngpus)
 static int run_rank(const rank_ctx *ctx)
 {
   const example_desc *ex = ctx->example;
-  if (!all_ranks_require_nccl(ctx, ex->min_nccl, ex->needs))
+  if (!all_ranks_require_nccl(ctx, ex->min_nccl, ex->needs) ||
+      !all_ranks_require_headers(ctx, ex->headers_bound))
     return EXIT_FAILURE;
   return instruments_run(ctx, ex->lesson);
 }

@@ -37,6 +37,26 @@ int all_ranks_require_nccl(const rank_ctx *ctx, int min_code,
   return all_ranks_ok(ctx, ok);
 }
 
+int all_ranks_require_headers(const rank_ctx *ctx, int headers_code)
+{
+  int code = 0;
+  NCCLCHECK(ncclGetVersion(&code));
+  int ok = headers_code == 0 || code >= headers_code;
+  if (!ok) {
+    char have[32], built[32];
+    format_nccl_version(code, have, sizeof have);
+    format_nccl_version(headers_code, built, sizeof built);
+    /* NCCL >= 2.30 answers such a program's first device API call with
+     * ncclInvalidUsage ("NCCL library is too old", src/dev_runtime.cc). */
+    print_error("the loaded NCCL %s is older than the nccl.h %s this program"
+                " was built with, and NCCL's device API refuses that: run"
+                " with NCCL %s or newer, or build against the NCCL you run"
+                " (make NCCL_HOME=dir)\n",
+                have, built, built);
+  }
+  return all_ranks_ok(ctx, ok);
+}
+
 static _Thread_local int null_window_seen;
 
 int rank_got_null_window(void) { return null_window_seen; }

@@ -13,6 +13,6 @@
  * (and writes --csv). Returns EXIT_SUCCESS, or EXIT_FAILURE if any result was
  * wrong or the CSV file could not be written. CUDA/NCCL failures end the job
  * like everywhere else. */
-int run_bench(const rank_ctx *ctx, enum example_collective coll);
+int run_bench(const rank_ctx *ctx, const example_desc *example);
 
 #endif

@@ -24,7 +24,7 @@ void instruments_watch_ranks(int first_rank, int nranks)
 int instruments_run(const rank_ctx *ctx, example_fn lesson)
 {
   if (instrument_opts()->bench)
-    return run_bench(ctx, ctx->example->collective);
+    return run_bench(ctx, ctx->example);
   /* The lesson, with a measurement of what NCCL ran for it around it. */
   what_ran_start(ctx);
   int status = lesson(ctx);

@@ -37,6 +37,8 @@ typedef struct mode_spec {
   const char *name;
   int comm;    /* index into bench_coll.comms */
   int windows; /* register both buffers as symmetric windows */
+  int kernel;  /* run the lesson's own kernel (example_desc.kernel) on
+                  the windows, not NCCL's collective */
 } mode_spec;
 
 /* A communicator the modes share: its CTAPolicy and, for the setup line,
@@ -65,7 +67,7 @@ typedef struct bench_coll {
   mode_spec modes[MAX_MODES]; /* the last one is the baseline */
 } bench_coll;
 
-const bench_coll *bench_coll_of(enum example_collective coll);
+const bench_coll *bench_coll_of(const example_desc *example);
 
 /* ------------------------------------------------------------ state */
 
@@ -121,6 +123,7 @@ typedef struct bench {
   ncclComm_t comms[MAX_COMMS];
   double init_ms[MAX_COMMS]; /* communicator init, slowest rank */
   mode modes[MAX_MODES];
+  void *kernel_state;        /* the lesson's kernel's, if a mode runs it */
   int nmodes;
   int engine_known;          /* CUPTI records are available */
   size_t max_count;          /* floats per rank at the largest size */

@@ -55,7 +55,26 @@ static const bench_coll allreduce = {
     .ncomms = 1,
     .comms = {{NCCL_CTA_POLICY_DEFAULT, "communicator init"}},
     .nmodes = 2,
-    .modes = {{"sym", 0, 1}, {"plain", 0, 0}},
+    .modes = {{"sym", 0, 1, 0}, {"plain", 0, 0, 0}},
+};
+
+/* A lesson with its own AllReduce kernel: that kernel on the windows,
+ * beside NCCL's AllReduce on the same kind of windows and without. */
+static const bench_coll allreduce_kernel = {
+    .title = "sum AllReduce",
+    .modes_text = "lsa = the lesson's kernel on symmetric windows; sym ="
+                  " ncclAllReduce on symmetric windows; plain = ncclMemAlloc"
+                  " buffers, no windows",
+    .size_text = "bytes per rank",
+    .count_for = allreduce_count_for,
+    .result_count = allreduce_result_count,
+    .bus_factor = allreduce_bus_factor,
+    .run = allreduce_run,
+    .count_wrong = allreduce_count_wrong,
+    .ncomms = 1,
+    .comms = {{NCCL_CTA_POLICY_DEFAULT, "communicator init"}},
+    .nmodes = 3,
+    .modes = {{"lsa", 0, 1, 1}, {"sym", 0, 1, 0}, {"plain", 0, 0, 0}},
 };
 
 /* allgather_ce needs NCCL 2.28 (CTAPolicy ZERO) and refuses older headers;
@@ -111,16 +130,15 @@ static const bench_coll allgather = {
     .comms = {{NCCL_CTA_POLICY_DEFAULT, "communicator init"},
               {NCCL_CTA_POLICY_ZERO, "with CTAPolicy ZERO"}},
     .nmodes = 3,
-    .modes = {{"ce", 1, 1}, {"sym", 0, 1}, {"plain", 0, 0}},
+    .modes = {{"ce", 1, 1, 0}, {"sym", 0, 1, 0}, {"plain", 0, 0, 0}},
 };
 #endif
 
-const bench_coll *bench_coll_of(enum example_collective coll)
+const bench_coll *bench_coll_of(const example_desc *example)
 {
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
-  if (coll == COLLECTIVE_ALLGATHER)
+  if (example->collective == COLLECTIVE_ALLGATHER)
     return &allgather;
 #endif
-  (void)coll;
-  return &allreduce;
+  return example->kernel ? &allreduce_kernel : &allreduce;
 }

@@ -15,7 +15,11 @@ void collective_op(void *arg)
 {
   const coll_op *op = arg;
   const bench *b = op->b;
-  b->coll->run(op->m->send, op->m->recv, op->count, op->m->comm, b->stream);
+  if (op->m->spec->kernel)
+    b->ctx->example->kernel->run(b->kernel_state, op->m->send_win,
+                                 op->m->recv_win, op->count, b->stream);
+  else
+    b->coll->run(op->m->send, op->m->recv, op->count, op->m->comm, b->stream);
 }
 
 /* 1 if any element of this rank's result is wrong. */

@@ -66,14 +66,19 @@ void modes_setup(bench *b)
   for (int i = 0; i < b->coll->ncomms; i++)
     b->comms[i] =
         init_comm(b->ctx, b->coll->comms[i].cta_policy, &b->init_ms[i]);
-  for (int i = 0; i < b->coll->nmodes; i++)
+  for (int i = 0; i < b->coll->nmodes; i++) {
     add_mode(b, &b->coll->modes[i]);
+    if (b->coll->modes[i].kernel)
+      b->kernel_state = b->ctx->example->kernel->setup(b->modes[i].comm);
+  }
 }
 
 void modes_teardown(bench *b)
 {
   for (int i = 0; i < b->nmodes; i++) {
     mode *m = &b->modes[i];
+    if (m->spec->kernel)
+      b->ctx->example->kernel->teardown(m->comm, b->kernel_state);
     if (m->spec->windows) {
       NCCLCHECK(ncclCommWindowDeregister(m->comm, m->send_win));
       NCCLCHECK(ncclCommWindowDeregister(m->comm, m->recv_win));

@@ -107,10 +107,10 @@ static void print_summary(const bench *b)
   print_root(ctx, "\n");
 }
 
-int run_bench(const rank_ctx *ctx, enum example_collective collective)
+int run_bench(const rank_ctx *ctx, const example_desc *example)
 {
   const instrument_options *o = instrument_opts();
-  bench b = {.ctx = ctx, .opts = o, .coll = bench_coll_of(collective)};
+  bench b = {.ctx = ctx, .opts = o, .coll = bench_coll_of(example)};
   b.max_count = b.coll->count_for(o->max_bytes, ctx->nranks);
   if (b.max_count == 0) {
     if (ctx->rank == 0)
