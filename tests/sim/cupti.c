@@ -157,6 +157,12 @@ static void kernel(uint32_t correlation, int device, const char *name)
   keep(&r);
 }
 
+/* A program's own kernel (device.c), when it runs. */
+void cupti_kernel(uint32_t correlation, int device, const char *name)
+{
+  kernel(correlation, device, name);
+}
+
 void cupti_copy(uint32_t correlation, int device, int copy_kind, size_t bytes)
 {
   if (correlation == 0 || !is_enabled(CUPTI_ACTIVITY_KIND_MEMCPY))

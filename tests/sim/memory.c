@@ -5,13 +5,58 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* ncclMemAlloc's memory: a memfd of whole pages, mapped shared, with a
+ * guard page after it. Peers in other processes map the same memfd to
+ * reach it through ncclGetLsaPointer (device.c). NULL if out of memory. */
+static void *shared_pages(size_t size, int *fd, size_t *mapped)
+{
+  const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  *mapped = (size ? size + page - 1 : page) / page * page;
+  *fd = memfd_create("ncclMemAlloc", MFD_CLOEXEC);
+  if (*fd < 0)
+    return NULL;
+  unsigned char *p = MAP_FAILED;
+  if (ftruncate(*fd, (off_t)*mapped) == 0)
+    p = mmap(NULL, *mapped + page, PROT_NONE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p != MAP_FAILED &&
+      mmap(p, *mapped, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, *fd,
+           0) == MAP_FAILED) {
+    munmap(p, *mapped + page);
+    p = MAP_FAILED;
+  }
+  if (p == MAP_FAILED) {
+    close(*fd);
+    return NULL;
+  }
+  return p;
+}
+
+void release_alloc(sim_alloc *a)
+{
+  if (a->fd >= 0) {
+    munmap(a->base, a->mapped + (size_t)sysconf(_SC_PAGESIZE));
+    close(a->fd);
+  } else
+    free(a->base);
+  free(a);
+}
 
 void *new_alloc(size_t size, enum alloc_kind kind)
 {
   sim_alloc *a = calloc(1, sizeof *a);
   void *p = NULL;
-  if (a == NULL ||
-      posix_memalign(&p, NCCL_WIN_REQUIRED_ALIGNMENT, size ? size : 1) != 0) {
+  int fd = -1;
+  size_t mapped = 0;
+  if (a != NULL && kind == FROM_NCCL_MEM_ALLOC)
+    p = shared_pages(size, &fd, &mapped);
+  else if (a != NULL &&
+           posix_memalign(&p, NCCL_WIN_REQUIRED_ALIGNMENT, size ? size : 1) != 0)
+    p = NULL;
+  if (p == NULL) {
     free(a);
     return NULL;
   }
@@ -19,8 +64,12 @@ void *new_alloc(size_t size, enum alloc_kind kind)
    * as NaN in every float, so that no value a program did not write can
    * pass a check (0xA5 bytes read as -2.87e-16, which passes for 0). */
   memset(p, 0xFF, size);
-  *a = (sim_alloc){
-      .base = p, .size = size, .kind = kind, .device = current_device};
+  *a = (sim_alloc){.base = p,
+                   .size = size,
+                   .kind = kind,
+                   .device = current_device,
+                   .fd = fd,
+                   .mapped = mapped};
   pthread_mutex_lock(&lock);
   install_exit_check();
   a->next = allocs;
@@ -65,8 +114,7 @@ cudaError_t cudaFree(void *ptr)
   pthread_mutex_unlock(&lock);
   if (a == NULL)
     return cudaErrorInvalidValue;
-  free(a->base);
-  free(a);
+  release_alloc(a);
   return cudaSuccess;
 }
 

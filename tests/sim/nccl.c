@@ -213,6 +213,7 @@ ncclResult_t ncclCommFinalize(ncclComm_t comm)
   if (injected_failure("ncclCommFinalize"))
     return ncclUnhandledCudaError;
   land_comm(comm); /* NCCL waits for the communicator's operations */
+  check_no_device_comms(comm, "ncclCommFinalize");
   exchange(comm, LANE_HOST, "ncclCommFinalize", 0, 0, NULL, 0);
   finish_exchange(comm, LANE_HOST);
   return ncclSuccess;
@@ -239,6 +240,7 @@ static ncclResult_t release_comm(ncclComm_t comm, const char *call,
                 " call ncclCommWindowDeregister first",
                 w->size);
     *link = w->next;
+    lsa_unmap_peers(w);
     free(w);
   }
   int found;
@@ -298,6 +300,7 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm)
   if (injected_failure("ncclCommDestroy"))
     return ncclUnhandledCudaError;
   land_comm(comm); /* as ncclCommFinalize, if the program did not call it */
+  check_no_device_comms(comm, "ncclCommDestroy");
   return release_comm(comm, "ncclCommDestroy", 1);
 }
 

@@ -34,6 +34,7 @@ typedef struct work {
   int copy_kind;        /* WORK_COPY: CUPTI's word for its direction */
   float fill_value;     /* WORK_FILL */
   int lets_next_start;  /* WORK_FILL */
+  struct sim_kernel *kernel; /* WORK_KERNEL */
 } work;
 
 static work *queued; /* oldest first; guarded by `lock` */
@@ -122,6 +123,7 @@ static void run(const work *w)
     clock_gettime(CLOCK_MONOTONIC, &w->event->when);
     __atomic_store_n(&w->event->landed, w->record, __ATOMIC_RELEASE);
     break;
+  case WORK_KERNEL: run_kernel(w->kernel, w->correlation); break;
   case WORK_NOTHING: break;
   }
   if (us > 0)
@@ -318,7 +320,8 @@ int enqueue(cudaStream_t stream, int ptds_entry, const work_item *item)
               .correlation = cupti_launch != NULL ? cupti_launch() : 0,
               .copy_kind = item->copy_kind,
               .fill_value = item->fill_value,
-              .lets_next_start = item->lets_next_start};
+              .lets_next_start = item->lets_next_start,
+              .kernel = item->kernel};
   if (item->kind == WORK_COLLECTIVE)
     w->node = item->node;
   const int early = item->kind == WORK_COLLECTIVE && reads_early(&item->node);

@@ -109,6 +109,11 @@ typedef struct sim_alloc {
   size_t size;
   enum alloc_kind kind;
   int device;
+  /* ncclMemAlloc memory is a memfd mapping that peers of other processes
+   * map too, as NCCL exports its memory (device.c); a guard page after
+   * it faults on an access past the end. -1 and 0 for cudaMalloc's. */
+  int fd;
+  size_t mapped; /* bytes mapped, a whole number of pages */
 } sim_alloc;
 
 struct ncclComm {
@@ -131,7 +136,13 @@ struct ncclWindow_vidmem {
   size_t size;
   int local_only; /* an ordinary local registration, not a window */
   int references; /* local_only: registrations of this buffer */
+  unsigned magic; /* WINDOW_MAGIC while registered (device.c checks it) */
+  void **peers;   /* each rank's part of the window, as this rank reaches
+                     it (ncclGetLsaPointer); NULL: not mapped */
+  size_t *peer_mapped; /* bytes this rank mapped of each peer's (0: none) */
+  size_t *peer_offset; /* the window's start in that mapping */
 };
+#define WINDOW_MAGIC 0x57494e44u
 
 struct CUstream_st {
   struct CUstream_st *next;
@@ -239,6 +250,8 @@ int visible_devices(void);
 int machine_device(int device);
 
 /* ----------------------------------------------------------- windows.c */
+/* Whether NCCL gives comm symmetric support (and so its device API). */
+int symmetric_support(const struct ncclComm *comm);
 /* Does a symmetric window of comm hold [p, p + bytes)? */
 int in_symmetric_window(ncclComm_t comm, const void *p, size_t bytes);
 
@@ -262,7 +275,8 @@ int reads_early(const sim_node *node);
  * and written when it runs, so that a reader on another stream sees the
  * old bytes. */
 enum work_kind { WORK_COPY, WORK_MEMSET, WORK_COLLECTIVE, WORK_EVENT,
-                 WORK_FILL, WORK_NOTHING };
+                 WORK_FILL, WORK_KERNEL, WORK_NOTHING };
+struct sim_kernel; /* a launched kernel (device.c) */
 typedef struct work_item {
   enum work_kind kind;
   void *dst;
@@ -276,6 +290,7 @@ typedef struct work_item {
   float fill_value;   /* WORK_FILL: every float of dst (size floats) */
   int lets_next_start; /* WORK_FILL: the kernel lets the next kernel on its
                           stream start early (kernels.c) */
+  struct sim_kernel *kernel; /* WORK_KERNEL: run, then freed, when it runs */
 } work_item;
 const void *queue_key(cudaStream_t stream, int ptds_entry);
 /* Queues the item on the stream, after the work of the streams it waits
@@ -328,5 +343,51 @@ void check_shared_context(const char *call, cudaStream_t stream);
  * taken out of the list (NULL: none). */
 void *new_alloc(size_t size, enum alloc_kind kind);
 sim_alloc *take_alloc(const void *p);
+/* Unmaps or frees an allocation taken out of the list, and the record. */
+void release_alloc(sim_alloc *a);
+
+/* ------------------------------------------------------------ device.c
+ * Kernels and the device API (include/ncclsim_device.h). */
+/* A queued kernel, when it runs: every GPU thread, then freed (fibers.c). */
+void run_kernel(struct sim_kernel *k, uint32_t correlation);
+/* What the LSA rules follow of one GPU thread (device.c reads and writes
+ * it; fibers.c keeps one per thread). */
+typedef struct lsa_view {
+  int barriers;        /* LSA barrier syncs it passed */
+  int acquired;        /* one of them acquired (acquire or stronger) */
+  int unreleased_peer; /* 1 + the peer whose window it reached since its
+                          last release barrier; 0: none */
+} lsa_view;
+/* The calling GPU thread's, or NULL outside a kernel; where it is, for
+ * messages: "kernel K (CTA c, thread t)" and the kernel's rank. */
+lsa_view *current_lsa(void);
+const char *current_place(char *buf, size_t len);
+int current_kernel_rank(void);
+/* In a kernel's GPU thread: every thread of its CTA (fibers.c). */
+void cta_sync(void);
+/* In a kernel's GPU thread waiting for its peers: let the others run. */
+void spin_yield(void);
+/* Is the calling GPU thread the first of its CTA? */
+int cta_leader(void);
+/* At the end of each GPU thread (device.c: the release rule). */
+void lsa_thread_end(const lsa_view *view);
+/* Window registration: what peers need to reach this rank's part of the
+ * window, and, once every rank's is known, their parts mapped here. */
+typedef struct lsa_share {
+  long pid;
+  int fd;
+  void *base;     /* in the owner's address space */
+  size_t mapped;  /* the allocation's mapping */
+  size_t offset;  /* the window's start in it */
+} lsa_share;
+void lsa_describe(const void *buff, lsa_share *out);
+void lsa_map_peers(struct ncclWindow_vidmem *w, const lsa_share *all);
+void lsa_unmap_peers(struct ncclWindow_vidmem *w);
+/* ncclCommFinalize, ncclCommDestroy: a device communicator of comm still
+ * alive is a rule violation (call names the call). */
+void check_no_device_comms(const struct ncclComm *comm, const char *call);
+/* cupti.c (weak: NULL without it): a kernel's record when it runs. */
+void cupti_kernel(uint32_t correlation, int device, const char *name)
+    __attribute__((weak));
 
 #endif

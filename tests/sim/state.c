@@ -117,6 +117,7 @@ static const char *const injectable[] = {
     "ncclMemFree",
     "ncclCommWindowRegister",
     "ncclCommWindowDeregister",
+    "ncclDevCommCreate",
     "ncclAllReduce",
     "ncclAllGather",
     "ncclCommFinalize",

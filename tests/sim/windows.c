@@ -38,8 +38,7 @@ ncclResult_t ncclMemFree(void *ptr)
                 ptr);
   take_alloc(ptr);
   pthread_mutex_unlock(&lock);
-  free(a->base);
-  free(a);
+  release_alloc(a);
   return ncclSuccess;
 }
 
@@ -74,7 +73,7 @@ static int writes_null_first(void)
  * 2.28.7, a communicator whose every rank is alone on its node has none
  * (NCCL 2.28.3, src/transport.cc and src/init.cc); SIM_NO_SYMMETRIC takes
  * it away for any communicator (ranks on hosts without NVLink, say). */
-static int symmetric_support(const struct ncclComm *comm)
+int symmetric_support(const struct ncclComm *comm)
 {
   if (env_long("SIM_NO_SYMMETRIC", 0))
     return 0;
@@ -115,7 +114,8 @@ static ncclResult_t add_registration(ncclComm_t comm, sim_alloc *a,
                                   .ptr = buff,
                                   .size = size,
                                   .local_only = local_only,
-                                  .references = local_only};
+                                  .references = local_only,
+                                  .magic = WINDOW_MAGIC};
   pthread_mutex_lock(&lock);
   w->next = windows;
   windows = w;
@@ -171,10 +171,15 @@ static ncclResult_t register_now(ncclComm_t comm, void *buff, size_t size,
   /* From 2.30.7 the ranks' sizes may differ (NCCL 2.30.7's release notes;
    * recorded on 2.30.7: docs/facts, register.sizes-differ). */
   const int sizes_may_differ = simulated_version() >= NCCL_VERSION(2, 30, 7);
-  exchange(comm, LANE_HOST, call, size, flags, NULL, 0);
+  /* With each rank's size, where peers find its memory (device.c). */
+  lsa_share mine, *all = calloc((size_t)comm->nranks, sizeof *all);
+  if (all == NULL)
+    return ncclSystemError;
+  lsa_describe(buff, &mine);
+  exchange(comm, LANE_HOST, call, size, flags, &mine, sizeof mine);
   for (int r = 0; r < comm->nranks; r++) {
     msg_header peer;
-    fetch(comm, LANE_HOST, r, &peer, NULL, 0);
+    fetch(comm, LANE_HOST, r, &peer, &all[r], sizeof all[r]);
     if ((peer.size != size && !sizes_may_differ) || peer.arg != flags)
       violation(comm, "symmetric-registration", call,
                 "rank %d registered %zu bytes (flags %lld), this rank %zu"
@@ -184,13 +189,18 @@ static ncclResult_t register_now(ncclComm_t comm, void *buff, size_t size,
   finish_exchange(comm, LANE_HOST);
 
   if (!symmetric_support(comm)) {
+    free(all);
     if (gives_local_registration())
       return local_registration(comm, a, buff, size, win);
     if (writes_null_first())
       *win = NULL;
     return ncclSuccess; /* before 2.29.2: *win as the caller left it */
   }
-  return add_registration(comm, a, buff, size, 0, win);
+  ncclResult_t res = add_registration(comm, a, buff, size, 0, win);
+  if (res == ncclSuccess)
+    lsa_map_peers(*win, all);
+  free(all);
+  return res;
 }
 
 ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size,
@@ -271,6 +281,7 @@ ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win)
   LIST_UNLINK(windows, win, found);
   pthread_mutex_unlock(&lock);
   (void)found; /* it is there: found above */
+  lsa_unmap_peers(win);
   free(win);
   return ncclSuccess;
 }

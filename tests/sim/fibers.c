@@ -1,0 +1,363 @@
+/* ncclsim: kernels run on the host (see sim.h). A program built for the
+ * simulation launches its kernels through ncclsim_launch (include/
+ * nccl_device.h rewrites `<<<...>>>` to it); the launch is queued on its
+ * stream like any work, and when it runs every GPU thread is a fiber (a
+ * ucontext of its own stack) of the thread that waits for the stream.
+ *
+ * As a GPU does, and at its least convenient:
+ *  - CTAs are admitted in a random order into SIM_CTA_SLOTS resident slots
+ *    (default 132, one per SM of an H100 or H200); the rest wait for a
+ *    resident CTA to end;
+ *  - the next thread to run is drawn at random among those that can run,
+ *    from a seed: SIM_SEED, else one drawn per launch; every message of a
+ *    broken rule names it, so that SIM_SEED=S repeats the schedule;
+ *  - a thread runs until it waits (a CTA barrier, a peer), or ends.
+ * A CTA whose threads wait at a CTA barrier that one of them left by
+ * ending is a rule violation (the GPU would hang). An access past the end
+ * of an ncclMemAlloc buffer (its guard page) is named, with its place. */
+#include "sim.h"
+
+#include "ncclsim_device.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#define STACK_BYTES (64 * 1024)
+
+struct sim_kernel {
+  const char *name;
+  dim3 grid, block;
+  int rank, device;
+  void (*thread)(void *);
+  void *args;
+  void (*release)(void *);
+};
+
+enum fiber_state { FIBER_READY, FIBER_AT_SYNC, FIBER_SPINNING, FIBER_DONE };
+
+typedef struct cta cta;
+typedef struct fiber {
+  ucontext_t context;
+  cta *cta;
+  uint3 idx;
+  enum fiber_state state;
+  lsa_view lsa;
+} fiber;
+
+struct cta {
+  uint3 idx;
+  unsigned linear, arrived, done;
+  fiber *threads;
+  unsigned char *stacks;
+};
+
+typedef struct grid_run {
+  const struct sim_kernel *k;
+  unsigned nctas, nthreads, resident, ended;
+  cta *ctas;
+  unsigned *pending, npending; /* CTAs not admitted yet */
+  fiber **ready, **spinning;
+  size_t nready, nspinning;
+  unsigned long long seed, rng;
+  ucontext_t scheduler;
+  fiber *current;
+} grid_run;
+
+static _Thread_local grid_run *running;
+static _Thread_local cudaError_t launch_error = cudaSuccess;
+
+static unsigned draw(grid_run *g, unsigned n)
+{
+  g->rng ^= g->rng << 13, g->rng ^= g->rng >> 7, g->rng ^= g->rng << 17;
+  return (unsigned)(g->rng % n);
+}
+
+static unsigned volume(dim3 d) { return d.x * d.y * d.z; }
+
+cudaError_t ncclsim_launch(const char *name, dim3 grid, dim3 block,
+                           size_t shared_bytes, cudaStream_t stream,
+                           void (*thread)(void *), void *args,
+                           void (*release)(void *))
+{
+  refuse_in_capture("a kernel launch", stream);
+  if (volume(block) == 0 || volume(block) > 1024 || block.z > 64 ||
+      volume(grid) == 0 || grid.y > 65535 || grid.z > 65535) {
+    release(args);
+    return launch_error = cudaErrorInvalidConfiguration;
+  }
+  if (shared_bytes > 0) {
+    fprintf(stderr, "ncclsim: %s: the simulation has no dynamic shared"
+                    " memory for kernels\n", name);
+    release(args);
+    return launch_error = cudaErrorInvalidValue;
+  }
+  struct sim_kernel *k = malloc(sizeof *k);
+  if (k == NULL) {
+    release(args);
+    return launch_error = cudaErrorMemoryAllocation;
+  }
+  *k = (struct sim_kernel){name, grid, block, sim_rank(), current_device,
+                           thread, args, release};
+  work_item item = {.kind = WORK_KERNEL, .kernel = k};
+  if (!enqueue(stream, 1, &item)) {
+    release(args);
+    free(k);
+    return launch_error = cudaErrorMemoryAllocation;
+  }
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetLastError(void)
+{
+  cudaError_t e = launch_error;
+  launch_error = cudaSuccess;
+  return e;
+}
+
+cudaError_t cudaPeekAtLastError(void) { return launch_error; }
+
+/* ------------------------------------------------ the running GPU thread */
+
+static fiber *me(const char *what)
+{
+  if (running == NULL || running->current == NULL) {
+    fprintf(stderr, "ncclsim: %s outside a kernel\n", what);
+    _exit(SIM_EXIT_VIOLATION);
+  }
+  return running->current;
+}
+
+uint3 ncclsim_thread_idx(void) { return me("threadIdx")->idx; }
+uint3 ncclsim_block_idx(void) { return me("blockIdx")->cta->idx; }
+dim3 ncclsim_block_dim(void) { return (me("blockDim"), running->k->block); }
+dim3 ncclsim_grid_dim(void) { return (me("gridDim"), running->k->grid); }
+
+lsa_view *current_lsa(void)
+{
+  return running && running->current ? &running->current->lsa : NULL;
+}
+
+int current_kernel_rank(void) { return running ? running->k->rank : -1; }
+
+const char *current_place(char *buf, size_t len)
+{
+  const fiber *f = me("a device call");
+  snprintf(buf, len,
+           "kernel %s (CTA %u, thread %u; schedule seed %llu: SIM_SEED=%llu"
+           " repeats it)",
+           running->k->name, f->cta->linear,
+           f->idx.x + running->k->block.x *
+                          (f->idx.y + running->k->block.y * f->idx.z),
+           running->seed, running->seed);
+  return buf;
+}
+
+int cta_leader(void)
+{
+  const fiber *f = me("a CTA's barrier");
+  return f->idx.x == 0 && f->idx.y == 0 && f->idx.z == 0;
+}
+
+static void to_scheduler(fiber *f)
+{
+  swapcontext(&f->context, &running->scheduler);
+}
+
+void spin_yield(void)
+{
+  fiber *f = me("a wait for peers");
+  f->state = FIBER_SPINNING;
+  to_scheduler(f);
+}
+
+void ncclsim_cta_sync(void) { cta_sync(); }
+
+void cta_sync(void)
+{
+  fiber *f = me("__syncthreads");
+  cta *c = f->cta;
+  if (++c->arrived + c->done < running->nthreads) {
+    f->state = FIBER_AT_SYNC;
+    to_scheduler(f);
+    return;
+  }
+  c->arrived = 0; /* the last to arrive lets the others go on */
+  for (unsigned t = 0; t < running->nthreads; t++)
+    if (c->threads[t].state == FIBER_AT_SYNC) {
+      c->threads[t].state = FIBER_READY;
+      running->ready[running->nready++] = &c->threads[t];
+    }
+}
+
+/* An access that faults inside a kernel: past the end of an ncclMemAlloc
+ * buffer (into its guard page), or anywhere else. Named, with the GPU
+ * thread's place; outside a kernel, the default action. */
+static void on_fault(int sig, siginfo_t *info, void *context)
+{
+  (void)context;
+  const unsigned char *at = info->si_addr;
+  if (running == NULL || running->current == NULL) {
+    signal(sig, SIG_DFL);
+    return; /* the access faults again, and ends the process as usual */
+  }
+  char place[256], what[256] = "outside every buffer the simulation knows";
+  const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  for (const sim_alloc *a = allocs; a; a = a->next) /* no lock: ending */
+    if (a->fd >= 0 && at >= a->base + a->mapped &&
+        at < a->base + a->mapped + page)
+      snprintf(what, sizeof what,
+               "%zu bytes past the end of the %zu-byte ncclMemAlloc buffer"
+               " at %p",
+               (size_t)(at - a->base) - a->size, a->size, (void *)a->base);
+  fprintf(stderr,
+          "ncclsim: RULE VIOLATION [memory-access] rank %d in %s: an access at"
+          " %p, %s (a window offset or an element index too large?)\n",
+          running->k->rank, current_place(place, sizeof place), (void *)at,
+          what);
+  _exit(SIM_EXIT_VIOLATION);
+}
+
+static void catch_faults(void)
+{
+  static int installed;
+  if (__atomic_exchange_n(&installed, 1, __ATOMIC_ACQ_REL))
+    return;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = on_fault;
+  sa.sa_flags = SA_SIGINFO;
+  sigaction(SIGSEGV, &sa, NULL);
+  sigaction(SIGBUS, &sa, NULL);
+}
+
+/* ------------------------------------------------------ the scheduler */
+
+static void fiber_main(void)
+{
+  grid_run *g = running;
+  fiber *f = g->current;
+  g->k->thread(g->k->args);
+  lsa_thread_end(&f->lsa);
+  f->state = FIBER_DONE;
+} /* returns to the scheduler (uc_link) */
+
+static void admit(grid_run *g)
+{
+  const long slots = env_long("SIM_CTA_SLOTS", 132);
+  while (g->npending > 0 && g->resident < (unsigned)(slots > 0 ? slots : 1)) {
+    unsigned i = draw(g, g->npending);
+    cta *c = &g->ctas[g->pending[i]];
+    g->pending[i] = g->pending[--g->npending];
+    c->threads = calloc(g->nthreads, sizeof *c->threads);
+    c->stacks = mmap(NULL, (size_t)g->nthreads * STACK_BYTES,
+                     PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (c->threads == NULL || c->stacks == MAP_FAILED) {
+      fprintf(stderr, "ncclsim: out of memory for the threads of a CTA\n");
+      _exit(SIM_EXIT_VIOLATION);
+    }
+    const dim3 b = g->k->block;
+    for (unsigned t = 0; t < g->nthreads; t++) {
+      fiber *f = &c->threads[t];
+      f->cta = c;
+      f->idx = (uint3){t % b.x, t / b.x % b.y, t / (b.x * b.y)};
+      getcontext(&f->context);
+      f->context.uc_stack.ss_sp = c->stacks + (size_t)t * STACK_BYTES;
+      f->context.uc_stack.ss_size = STACK_BYTES;
+      f->context.uc_link = &g->scheduler;
+      makecontext(&f->context, fiber_main, 0);
+      g->ready[g->nready++] = f;
+    }
+    g->resident++;
+  }
+}
+
+static void thread_ended(grid_run *g, fiber *f)
+{
+  cta *c = f->cta;
+  char place[256];
+  if (++c->done < g->nthreads) {
+    if (c->arrived > 0 && c->arrived + c->done == g->nthreads) {
+      g->current = f;
+      violation(NULL, "cta-barrier", current_place(place, sizeof place),
+                "%u threads wait at a CTA barrier that the other %u left by"
+                " ending: every thread of a CTA must reach it",
+                c->arrived, c->done);
+    }
+    return;
+  }
+  munmap(c->stacks, (size_t)g->nthreads * STACK_BYTES);
+  free(c->threads);
+  c->threads = NULL;
+  g->resident--;
+  g->ended++;
+}
+
+static void schedule(grid_run *g)
+{
+  const struct timespec nap = {0, 20 * 1000};
+  while (g->ended < g->nctas) {
+    admit(g);
+    if (g->nready == 0) { /* only threads waiting for peers: let them look */
+      memcpy(g->ready, g->spinning, g->nspinning * sizeof *g->ready);
+      g->nready = g->nspinning;
+      g->nspinning = 0;
+      nanosleep(&nap, NULL);
+      continue;
+    }
+    unsigned i = draw(g, (unsigned)g->nready);
+    fiber *f = g->ready[i];
+    g->ready[i] = g->ready[--g->nready];
+    f->state = FIBER_READY;
+    g->current = f;
+    swapcontext(&g->scheduler, &f->context);
+    g->current = NULL;
+    if (f->state == FIBER_DONE)
+      thread_ended(g, f);
+    else if (f->state == FIBER_SPINNING)
+      g->spinning[g->nspinning++] = f;
+  }
+}
+
+void run_kernel(struct sim_kernel *k, uint32_t correlation)
+{
+  grid_run g = {.k = k, .nctas = volume(k->grid), .nthreads = volume(k->block)};
+  const char *seed = getenv("SIM_SEED");
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  g.seed = seed && *seed ? strtoull(seed, NULL, 10)
+                         : (unsigned long long)now.tv_nsec ^ (unsigned long long)k->rank << 20;
+  g.rng = g.seed * 2654435761u + (unsigned long long)k->rank + 1;
+  const long slots = env_long("SIM_CTA_SLOTS", 132);
+  const size_t most = (size_t)(slots > 0 ? slots : 1) * g.nthreads;
+  g.ctas = calloc(g.nctas, sizeof *g.ctas);
+  g.pending = calloc(g.nctas, sizeof *g.pending);
+  g.ready = calloc(most, sizeof *g.ready);
+  g.spinning = calloc(most, sizeof *g.spinning);
+  if (!g.ctas || !g.pending || !g.ready || !g.spinning) {
+    fprintf(stderr, "ncclsim: out of memory for kernel %s\n", k->name);
+    _exit(SIM_EXIT_VIOLATION);
+  }
+  for (unsigned c = 0; c < g.nctas; c++) {
+    g.ctas[c].linear = c;
+    g.ctas[c].idx = (uint3){c % k->grid.x, c / k->grid.x % k->grid.y,
+                            c / (k->grid.x * k->grid.y)};
+    g.pending[g.npending++] = c;
+  }
+  catch_faults();
+  grid_run *outer = running;
+  running = &g;
+  schedule(&g);
+  running = outer;
+  if (cupti_kernel != NULL)
+    cupti_kernel(correlation, k->device, k->name);
+  free(g.ctas), free(g.pending), free(g.ready), free(g.spinning);
+  k->release(k->args);
+  free(k);
+}

@@ -1,0 +1,108 @@
+/*
+ * ncclsim: the device API and kernel launches, as the simulation offers
+ * them to a program built for it (the C side; nccl_device.h beside this
+ * file is the C++ side a lesson includes). The types keep NCCL 2.30.7's
+ * names and, where a probe or program reads them, its layout
+ * (ncclCommProperties_t, the head of ncclDevCommRequirements_t); the
+ * simulated behaviour of every call is tests/sim/device.c's.
+ */
+#ifndef NCCLSIM_DEVICE_H
+#define NCCLSIM_DEVICE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#ifndef NCCL_API_MAGIC
+#define NCCL_API_MAGIC 0xcafebeef /* nccl.h from 2.29 on */
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+  NCCL_GIN_TYPE_NONE = 0,
+  NCCL_GIN_TYPE_PROXY = 2,
+  NCCL_GIN_TYPE_GDAKI = 3,
+} ncclGinType_t;
+
+/* NCCL 2.30.7's layout (nccl_device/core.h). */
+typedef struct ncclCommProperties {
+  size_t size;
+  unsigned int magic;
+  unsigned int version;
+  int rank;
+  int nRanks;
+  int cudaDev;
+  int nvmlDev;
+  bool deviceApiSupport;
+  bool multimemSupport;
+  ncclGinType_t ginType;
+  int nLsaTeams;
+  bool hostRmaSupport;
+  ncclGinType_t railedGinType;
+} ncclCommProperties_t;
+
+/* The head as NCCL's (size, magic, version), then the fields a lesson
+ * sets. */
+typedef struct ncclDevCommRequirements {
+  size_t size;
+  unsigned int magic;
+  unsigned int version;
+  void *resourceRequirementsList;
+  void *teamRequirementsList;
+  bool lsaMultimem;
+  int barrierCount;
+  int lsaBarrierCount;
+} ncclDevCommRequirements_t;
+
+typedef struct ncclLsaBarrierHandle {
+  int nBarriers;
+} ncclLsaBarrierHandle_t;
+
+/* What a kernel receives by value. `sim` is the simulation's state of this
+ * device communicator on this rank. */
+typedef struct ncclDevComm {
+  unsigned int magic, version;
+  int rank, nRanks;
+  int lsaRank, lsaSize;
+  ncclLsaBarrierHandle_t lsaBarrier;
+  void *sim;
+} ncclDevComm_t;
+
+ncclResult_t ncclCommQueryProperties(ncclComm_t comm,
+                                     ncclCommProperties_t *props);
+ncclResult_t ncclDevCommCreate(ncclComm_t comm,
+                               const ncclDevCommRequirements_t *reqs,
+                               ncclDevComm_t *outDevComm);
+ncclResult_t ncclDevCommDestroy(ncclComm_t comm, const ncclDevComm_t *devComm);
+
+/* Kernel launches: `thread` runs once per GPU thread, with `args`; then
+ * `release(args)`. Queued on `stream` as CUDA queues a kernel. */
+cudaError_t ncclsim_launch(const char *name, dim3 grid, dim3 block,
+                           size_t shared_bytes, cudaStream_t stream,
+                           void (*thread)(void *args), void *args,
+                           void (*release)(void *args));
+/* Inside a kernel: the calling GPU thread's coordinates. */
+uint3 ncclsim_thread_idx(void);
+uint3 ncclsim_block_idx(void);
+dim3 ncclsim_block_dim(void);
+dim3 ncclsim_grid_dim(void);
+/* __syncthreads: every thread of the CTA. */
+void ncclsim_cta_sync(void);
+/* One sync of the LSA barrier `index` of devComm by the whole CTA, with
+ * the C++ memory order `order` (std::memory_order's value). */
+void ncclsim_lsa_barrier_sync(const ncclDevComm_t *devComm, unsigned index,
+                              int order);
+/* ncclGetLsaPointer: where `peer`'s part of the window is, `offset` bytes
+ * in, for the calling GPU thread. */
+void *ncclsim_lsa_pointer(ncclWindow_t window, size_t offset, int peer);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
