@@ -113,20 +113,16 @@ static int allreduce_lsa(const rank_ctx *ctx)
    * loads and stores, which this kernel does. */
   ncclCommProperties_t props = NCCL_COMM_PROPERTIES_INITIALIZER;
   NCCLCHECK(ncclCommQueryProperties(comm, &props));
-  if (!all_ranks_ok(ctx, props.deviceApiSupport)) {
-    all_ranks_print(ctx, "  Rank %d: deviceApiSupport %d\n", my_rank,
-                    (int)props.deviceApiSupport);
-    print_error("this communicator does not support NCCL's device API on"
-                " every rank (see docs/troubleshooting.md)\n");
+  if (!props.deviceApiSupport)
+    print_error("this communicator has no device API support"
+                " (deviceApiSupport 0; docs/troubleshooting.md says when)\n");
+  else if (props.nLsaTeams != 1)
+    print_error("this communicator has %d LSA teams, and this kernel needs"
+                " one: every rank reaching every other rank's memory (ranks"
+                " of one node, joined by NVLink)\n",
+                props.nLsaTeams);
+  if (!all_ranks_ok(ctx, props.deviceApiSupport && props.nLsaTeams == 1))
     return refuse(comm);
-  }
-  if (!all_ranks_ok(ctx, props.nLsaTeams == 1)) {
-    all_ranks_print(ctx, "  Rank %d: %d LSA teams\n", my_rank,
-                    props.nLsaTeams);
-    print_error("this lesson needs one LSA team (every rank reaching every"
-                " other rank's memory); a rank found more\n");
-    return refuse(comm);
-  }
   all_ranks_print(ctx, "  Rank %d: device API supported, %d LSA team\n",
                   my_rank, props.nLsaTeams);
 

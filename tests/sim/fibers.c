@@ -212,9 +212,8 @@ static void on_fault(int sig, siginfo_t *info, void *context)
     if (a->fd >= 0 && at >= a->base + a->mapped &&
         at < a->base + a->mapped + page)
       snprintf(what, sizeof what,
-               "%zu bytes past the end of the %zu-byte ncclMemAlloc buffer"
-               " at %p",
-               (size_t)(at - a->base) - a->size, a->size, (void *)a->base);
+               "byte %zu of the %zu-byte ncclMemAlloc buffer at %p: past its"
+               " end", (size_t)(at - a->base), a->size, (void *)a->base);
   fprintf(stderr,
           "ncclsim: RULE VIOLATION [memory-access] rank %d in %s: an access at"
           " %p, %s (a window offset or an element index too large?)\n",
