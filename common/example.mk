@@ -119,7 +119,7 @@ ifeq ($(MAIN),main.cu)
 # ahead of the nccl.h the toolkit may carry. The tests' simulation compiles
 # it as host C++ instead (CU_COMPILE: tests/Makefile).
 $(OBJ_DIR)/main.o: main.cu $(OBJ_DIR)/config
-	@echo "  NVCC    $<"
+	@echo "  $(if $(CU_COMPILE),CXX ,NVCC)    $<"
 	$(Q)mkdir -p $(@D) && $(if $(CU_COMPILE),$(CU_COMPILE) $(ALL_CPPFLAGS) $(CFLAGS),$(NVCC) $(CU_CPPFLAGS) $(CU_FLAGS)) -c -o $@ $<
 else
 $(OBJ_DIR)/main.o: main.c $(OBJ_DIR)/config

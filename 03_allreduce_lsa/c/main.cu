@@ -113,15 +113,8 @@ static int allreduce_lsa(const rank_ctx *ctx)
    * loads and stores, which this kernel does. */
   ncclCommProperties_t props = NCCL_COMM_PROPERTIES_INITIALIZER;
   NCCLCHECK(ncclCommQueryProperties(comm, &props));
-  if (!props.deviceApiSupport)
-    print_error("this communicator has no device API support"
-                " (deviceApiSupport 0; docs/troubleshooting.md says when)\n");
-  else if (props.nLsaTeams != 1)
-    print_error("this communicator has %d LSA teams, and this kernel needs"
-                " one: every rank reaching every other rank's memory (ranks"
-                " of one node, joined by NVLink)\n",
-                props.nLsaTeams);
-  if (!all_ranks_ok(ctx, props.deviceApiSupport && props.nLsaTeams == 1))
+  if (!all_ranks_check_device_api(ctx, props.deviceApiSupport,
+                                  props.nLsaTeams))
     return refuse(comm);
   all_ranks_print(ctx, "  Rank %d: device API supported, %d LSA team\n",
                   my_rank, props.nLsaTeams);

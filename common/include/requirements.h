@@ -28,6 +28,17 @@ int all_ranks_require_nccl(const rank_ctx *ctx, int min_code,
  * headers_code 0 checks nothing. Returns 1 on every rank if it holds. */
 int all_ranks_require_headers(const rank_ctx *ctx, int headers_code);
 
+/* Collective. A device API lesson's check of what ncclCommQueryProperties
+ * said on each rank: device API support, and one LSA team (every rank
+ * reaching every other rank's memory with loads and stores). A rank where
+ * either fails says so in one line. Returns 1 on every rank if all ranks
+ * have both. What ran reads the answers (rank_device_api). */
+int all_ranks_check_device_api(const rank_ctx *ctx, int device_api_support,
+                               int lsa_teams);
+/* What this rank's all_ranks_check_device_api saw: -1 (not asked), or its
+ * deviceApiSupport, and its nLsaTeams in *lsa_teams. */
+int rank_device_api(int *lsa_teams);
+
 /* Collective. Each rank without a symmetric window says so in one line,
  * and the run goes on, on NCCL's regular path: a NULL handle after a
  * successful ncclCommWindowRegister (NCCL 2.30.7 writes NULL without

@@ -57,6 +57,30 @@ int all_ranks_require_headers(const rank_ctx *ctx, int headers_code)
   return all_ranks_ok(ctx, ok);
 }
 
+static _Thread_local int device_api_seen = -1, lsa_teams_seen;
+
+int all_ranks_check_device_api(const rank_ctx *ctx, int device_api_support,
+                               int lsa_teams)
+{
+  device_api_seen = device_api_support != 0;
+  lsa_teams_seen = lsa_teams;
+  if (!device_api_support)
+    print_error("this communicator has no device API support"
+                " (deviceApiSupport 0: docs/troubleshooting.md says when)\n");
+  else if (lsa_teams != 1)
+    print_error("this communicator has %d LSA teams, and this kernel needs"
+                " one: every rank reaching every other rank's memory (ranks"
+                " of one node, joined by NVLink)\n",
+                lsa_teams);
+  return all_ranks_ok(ctx, device_api_support && lsa_teams == 1);
+}
+
+int rank_device_api(int *lsa_teams)
+{
+  *lsa_teams = lsa_teams_seen;
+  return device_api_seen;
+}
+
 static _Thread_local int null_window_seen;
 
 int rank_got_null_window(void) { return null_window_seen; }

@@ -58,6 +58,9 @@ typedef struct rank_facts {
                        device, another host, or unknown) */
   char host[48];    /* which host, as NCCL tells hosts apart: see
                       host_identity */
+  int device_api;   /* a device API lesson's deviceApiSupport (0, 1), -1
+                       where it did not ask */
+  int lsa_teams;    /* its nLsaTeams */
   engine_work work;
 } rank_facts;
 
@@ -83,15 +86,22 @@ int nccl_env_cta_policy(const char *text, int nccl, int *policy);
 
 /* Writes the report (one or two lines, each ending in a newline) for
  * nranks ranks' facts into out. `collective` is "AllReduce" or
- * "AllGather"; want_ce: the example is about the copy engines (else about
- * symmetric kernels); `unavailable` says why nothing was measured. Reads
+ * "AllGather"; want: what the example is about (enum what_want); `unavailable` says why nothing was measured. Reads
  * NCCL_WIN_ENABLE, NCCL_CUMEM_ENABLE, NCCL_LOCAL_REGISTER, NCCL_CTA_POLICY
  * and NCCL_HOSTID. Pure otherwise: unit-tested. */
 /* The bytes what_ran_format needs for nranks ranks at most: every rank
  * different, every rank named in the causes. */
 size_t what_ran_report_size(int nranks);
 
-void what_ran_format(const char *collective, int want_ce, int nranks,
+/* What an example is about, what_ran_format's `want`. */
+enum what_want {
+  WANT_SYMMETRIC,    /* NCCL's symmetric kernels (allreduce_sm) */
+  WANT_COPY_ENGINES, /* the copy engines (allgather_ce) */
+  WANT_OWN_KERNEL,   /* the lesson's own kernel, through the device API
+                        (allreduce_lsa) */
+};
+
+void what_ran_format(const char *collective, int want, int nranks,
                      const rank_facts *facts, const char *unavailable,
                      char *out, size_t size);
 
