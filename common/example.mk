@@ -83,7 +83,7 @@ endif
 # nccl.h older than that stops the build here with one line, before any
 # compiler error. The header's version is its NCCL_VERSION_CODE.
 ifneq ($(and $(MIN_NCCL),$(if $(filter help clean,$(MAKECMDGOALS)),,build)),)
-  NCCL_H_CODE := $(shell printf '\043include <nccl.h>\nNCCL_VERSION_CODE\n' | $(CC) $(if $(filter main.cu,$(MAIN)),$(CU_CPPFLAGS),$(ALL_CPPFLAGS)) -E -P -x c - 2>/dev/null | tail -n 1)
+  NCCL_H_CODE := $(shell printf '\043include <nccl.h>\nNCCL_VERSION_CODE\n' | $(CC) $(if $(and $(filter main.cu,$(MAIN)),$(if $(CU_COMPILE),,nvcc)),$(CU_CPPFLAGS),$(ALL_CPPFLAGS)) -E -P -x c - 2>/dev/null | tail -n 1)
   MIN_NCCL_CODE := $(shell echo '$(MIN_NCCL)' | awk -F. '{ printf "%d", $$1 * 10000 + $$2 * 100 + $$3 }')
   ifeq ($(shell [ "$(NCCL_H_CODE)" -lt "$(MIN_NCCL_CODE)" ] 2>/dev/null && echo old),old)
     $(error $(PROGRAM) needs NCCL >= $(MIN_NCCL), and the nccl.h this build finds ($(if $(NCCL_HOME),in NCCL_HOME=$(NCCL_HOME),in the default places)) is $(shell echo '$(NCCL_H_CODE)' | awk '{ printf "%d.%d.%d", $$1 / 10000, $$1 % 10000 / 100, $$1 % 100 }'): build with a newer NCCL (make NCCL_HOME=dir))

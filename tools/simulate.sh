@@ -2,7 +2,10 @@
 # Runs a program on the test suite's simulation of CUDA and NCCL, to watch
 # what it prints without a GPU. Nothing it prints is a measurement: the
 # first line says so.
-#   tools/simulate.sh [--mpi N] PROGRAM [OPTIONS...]   (PROGRAM: allreduce_sm or allgather_ce)
+#   tools/simulate.sh [--mpi N] PROGRAM [OPTIONS...]
+# PROGRAM: allreduce_sm, allgather_ce or allreduce_lsa (its kernel runs on
+# the host, every GPU thread a fiber; it needs an nccl.h >= 2.30.7:
+# NCCL_HOME, whose include/ is enough).
 # Threads by default (NTHREADS=N ranks, default 4); --mpi N runs N MPI
 # processes under mpirun (Open MPI needed). SIM_DEVICES=N simulated GPUs
 # (default: one per rank); SIM_NCCL_VERSION the NCCL version it plays
@@ -15,7 +18,7 @@
 # simulation refuses a setting of tests/sim/sim.h (its message says which).
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd) || exit 1
-usage() { sed -n '2,15p' "$root/tools/simulate.sh" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,/^set -u/p' "$root/tools/simulate.sh" | sed '$d; s/^# \{0,1\}//'; }
 bad() { echo "simulate.sh: $*" >&2; exit 2; }
 whole_number() { [[ $1 =~ ^[0-9]+$ ]] && [ ${#1} -le 4 ] && [ "$1" -ge 1 ]; }
 
@@ -26,9 +29,9 @@ if [ "${1:-}" = --mpi ]; then
   shift 2
 fi
 case ${1:-} in
-  allreduce_sm | allgather_ce) ;;
+  allreduce_sm | allgather_ce | allreduce_lsa) ;;
   -h | --help) usage; exit 0 ;;
-  *) bad "'${1:-}' is not a program here: use allreduce_sm or allgather_ce (tools/simulate.sh --help)" ;;
+  *) bad "'${1:-}' is not a program here: use allreduce_sm, allgather_ce or allreduce_lsa (tools/simulate.sh --help)" ;;
 esac
 program=$1
 shift
@@ -58,9 +61,24 @@ fi
 cuda=${CUDA_HOME:-/usr/local/cuda}
 [ -e "$cuda/include/cupti.h" ] && flavour=simcupti || flavour=sim
 variant=$flavour-$([ -n "$mpi" ] && echo mpi || echo pthread)
+target=programs-$variant
+if [ "$program" = allreduce_lsa ]; then
+  # The device API needs nccl.h >= 2.30.7: NCCL_HOME's, else CUDA_HOME's.
+  code_of() { sed -n 's/^#define NCCL_VERSION_CODE \([0-9]*\).*/\1/p' "$1/include/nccl.h" 2>/dev/null | head -n 1; }
+  for home in ${NCCL_HOME:-} "$cuda" ""; do
+    [ -n "$home" ] && [ "$(code_of "$home")" -ge 23007 ] 2>/dev/null && break
+  done
+  [ -n "$home" ] || bad "allreduce_lsa needs an nccl.h >= 2.30.7 (the device API), and NCCL_HOME=${NCCL_HOME:-(unset)} and $cuda/include have none: set NCCL_HOME to a newer NCCL (pip download nvidia-nccl-cu13; its nvidia/nccl folder)"
+  export LSA_NCCL_HOME=$home
+  variant=lsa-$([ -n "$mpi" ] && echo mpi || echo pthread)
+  target=$root/tests/build/$variant/allreduce_lsa
+fi
 log=$root/tests/build/simulate-build.log
 mkdir -p "$root/tests/build"
-if ! make --no-print-directory -s -C "$root/tests" "programs-$variant" >"$log" 2>&1; then
+# (allreduce_lsa: the simulation stands in for NCCL's library, and only
+# LSA_NCCL_HOME's headers are used; NCCL_HOME may have nothing else.)
+if ! ([ "$program" = allreduce_lsa ] && unset NCCL_HOME
+  make --no-print-directory -s -C "$root/tests" "$target") >"$log" 2>&1; then
   why=$(grep -m1 -E 'error|No such file|not found|Error [0-9]' "$log" | sed 's/^[^:]*make[^:]*: //')
   echo "simulate.sh: building the simulated $program failed: ${why:-see $log} (it needs the CUDA toolkit's headers in $cuda/include, CUDA_HOME, and nccl.h: NCCL_HOME; the whole log: $log)" >&2
   exit 1

@@ -3,6 +3,38 @@
 # or real program, and the expected output (tests/oracles/expected_output.py).
 
 PROGRAMS="allreduce_sm allgather_ce"
+
+# The device API lesson (03_allreduce_lsa) needs an nccl.h >= 2.30.7, its
+# simulated build too (tests/Makefile, LSA_NCCL_HOME): NCCL_HOME's where it
+# is that new, else the headers of the NCCL matrix's newest wheel
+# (tests/suites/15-nccl-matrix.sh keeps the wheels in NCCL_WHEELS; with
+# NCCL_MATRIX_DOWNLOAD=1 a missing one is downloaded here), unpacked once
+# into tests/build. LSA_MISSING says why there is none: the cases skip.
+LSA_WHEEL_VERSION=2.32.3
+nccl_h_code() { # DIR: NCCL_VERSION_CODE of DIR/include/nccl.h, or 0
+  sed -n 's/^#define NCCL_VERSION_CODE \([0-9]*\).*/\1/p' "$1/include/nccl.h" 2>/dev/null | head -n 1 | grep . || echo 0
+}
+LSA_MISSING=""
+if [ -n "${NCCL_HOME:-}" ] && [ "$(nccl_h_code "$NCCL_HOME")" -ge 23007 ]; then
+  export LSA_NCCL_HOME=$NCCL_HOME
+else
+  export LSA_NCCL_HOME=$B/lsa-nccl/$LSA_WHEEL_VERSION/nvidia/nccl
+  if [ -z "${LIST:-}" ] && [ ! -e "$LSA_NCCL_HOME/include/nccl.h" ]; then
+    wheels=${NCCL_WHEELS:-$HOME/.cache/nccl-wheels}
+    whl=$(ls "$wheels"/nvidia_nccl_cu13-"$LSA_WHEEL_VERSION"-*.whl 2>/dev/null | head -n 1)
+    if [ -z "$whl" ] && [ "${NCCL_MATRIX_DOWNLOAD:-0}" = 1 ]; then
+      mkdir -p "$wheels"
+      timeout 300 python3 -m pip download -q --no-deps -d "$wheels" "nvidia-nccl-cu13==$LSA_WHEEL_VERSION" >"$LOG/lsa-wheel-download.log" 2>&1
+      whl=$(ls "$wheels"/nvidia_nccl_cu13-"$LSA_WHEEL_VERSION"-*.whl 2>/dev/null | head -n 1)
+    fi
+    # Only the headers: the simulation stands in for the library.
+    [ -n "$whl" ] && python3 -c 'import sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+z.extractall(sys.argv[2], [n for n in z.namelist() if n.startswith("nvidia/nccl/include/")])' "$whl" "$B/lsa-nccl/$LSA_WHEEL_VERSION"
+  fi
+  [ -e "$LSA_NCCL_HOME/include/nccl.h" ] ||
+    LSA_MISSING="no nccl.h >= 2.30.7 for allreduce_lsa: NCCL_HOME is ${NCCL_HOME:-unset}, and no nvidia_nccl_cu13-$LSA_WHEEL_VERSION wheel in ${NCCL_WHEELS:-~/.cache/nccl-wheels} (NCCL_MATRIX_DOWNLOAD=1 downloads it)"
+fi
 SMALL=4096 # floats per rank in the simulated runs: fast, still many pages
 # Builds whose point is not the compiler's output (a seam, a layout, an
 # example's own `make test`) compile unoptimised: faster, and the real

@@ -9,6 +9,8 @@ the READMEs' expected-output blocks with it.
 --gpus: GPUs visible (default NRANKS); rank r uses GPU r mod G.
 --shared-sms: the ranks share GPUs of S SMs each (NCCL_MULTI_RANK_GPU_ENABLE
               =1): adds the two framework lines that say so.
+--measured: allreduce_lsa's report of what ran as CUPTI measures it (the
+            lesson's kernel, one LSA team).
 --no-report: leave out the report of what ran (the last lines, which only a
              build without CUPTI can predict: it says it measured nothing).
 """
@@ -17,7 +19,9 @@ import sys
 
 DEFAULT_COUNT = 1024 * 1024
 NO_CUPTI_REPORT = "What ran: not measured: this build has no CUPTI (HAVE_CUPTI=0)"
-REPORT_PREFIXES = ("What ran: ", "Why not the copy engines: ", "Why no symmetric kernel: ")
+REPORT_PREFIXES = ("What ran: ", "Why not the copy engines: ", "Why no symmetric kernel: ",
+                   "Device API: ", "Why not the lesson's kernel: ")
+LSA_BARRIERS = 16  # 03_allreduce_lsa/c/main.cu: NCCL_DEVICE_CTA_COUNT
 
 
 def without_report(lines):
@@ -78,6 +82,17 @@ def lesson(program, n, count, ngpus, null_windows=False, local_registration=None
         out.append("AllReduce completed successfully")
         total = n * (n - 1) // 2
         out.append(f"Verification - Expected: {total}.0, Got: {total}.0")
+    elif program == "allreduce_lsa":
+        out.append(f"Starting Device API AllReduce example with {n} ranks")
+        out += [f"  Rank {r} communicator initialized using device {r % ngpus}" for r in ranks]
+        out += [f"  Rank {r}: device API supported, 1 LSA team" for r in ranks]
+        out += [f"  Rank {r} allocating {mb(size)} MB per buffer" for r in ranks]
+        out += [f"  Rank {r} data initialized (value: {r})" for r in ranks]
+        out += [f"  Rank {r} created device communicator with {LSA_BARRIERS} LSA barriers" for r in ranks]
+        out.append(f"Starting AllReduce with {count} elements ({size // 1048576} MB) using Device API")
+        out.append("AllReduce kernel completed")
+        total = n * (n - 1) // 2
+        out.append(f"Verification - Expected: {total}.0, Got: {total}.0")
     elif program == "allgather_ce":
         out.append(f"Starting AllGather example with {n} ranks (Copy Engine enabled)")
         out += [f"  Rank {r} communicator initialized using device {r % ngpus} (CTAPolicy=2)" for r in ranks]
@@ -89,20 +104,33 @@ def lesson(program, n, count, ngpus, null_windows=False, local_registration=None
         out.append("AllGather completed successfully")
         out += [f"Verification - Segment {r}: Expected: {r}.0, Got: {r}.0" for r in ranks]
     else:
-        raise ValueError(f"unknown program {program!r}: allreduce_sm or allgather_ce")
+        raise ValueError(f"unknown program {program!r}: allreduce_sm, allgather_ce or allreduce_lsa")
     out.append("Results verified correctly")
     out += [f"  Rank {r} symmetric memory windows deregistered" for r in ranks]
     out.append("All resources cleaned up successfully")
     if program == "allreduce_sm":
         out.append("Example completed - demonstrated symmetric memory lifecycle")
+    elif program == "allreduce_lsa":
+        out.append("Example completed - demonstrated an AllReduce kernel on symmetric windows"
+                   " through the device API")
     else:
         out.append("Example completed - demonstrated symmetric memory + copy engine allgather")
     out += ["", "All NCCL communicators finalized successfully!"]
     return out
 
 
+def lsa_report(nranks):
+    """What ran for allreduce_lsa, measured (CUPTI): the lesson's kernel on
+    every rank, one LSA team of all ranks."""
+    ran = "a local kernel: " if nranks == 1 else "kernel "
+    ranks = "rank" if nranks == 1 else "ranks"
+    return [f"What ran: AllReduce ran {ran}simpleAllReduceKernel on every rank",
+            f"Device API: the kernel above is the lesson's own, on one LSA team of {nranks} {ranks}"
+            " (deviceApiSupport 1, nLsaTeams 1 on every rank)"]
+
+
 def expected(program, nranks, count=DEFAULT_COUNT, mode="pthread", ngpus=None, shared_sms=None,
-             report=True, null_windows=False, local_registration=None):
+             report=True, null_windows=False, local_registration=None, measured=False):
     """The lines of stdout, without newlines; with `report`, those of a
     build without CUPTI; with `null_windows`, every rank's window NULL;
     with `local_registration` (an NCCL version), every rank's handle a
@@ -111,6 +139,8 @@ def expected(program, nranks, count=DEFAULT_COUNT, mode="pthread", ngpus=None, s
     lines = shared_lines(nranks, ngpus, shared_sms) if shared_sms else []
     lines += header(mode, nranks, ngpus) + lesson(program, nranks, count, ngpus, null_windows,
                                                  local_registration)
+    if measured:  # allreduce_lsa with CUPTI
+        return lines + (lsa_report(nranks) if report else [])
     return lines + ([NO_CUPTI_REPORT] if report else [])
 
 
@@ -124,11 +154,13 @@ def main():
     ap.add_argument("--shared-sms", type=int)
     ap.add_argument("--no-report", action="store_true")
     ap.add_argument("--null-windows", action="store_true", help="every rank's window is NULL")
+    ap.add_argument("--measured", action="store_true",
+                    help="allreduce_lsa's report as a build with CUPTI measures it")
     ap.add_argument("--local-registration", metavar="NCCL",
                     help="every rank's handle is a local registration of this NCCL version")
     a = ap.parse_args()
     for line in expected(a.program, a.nranks, a.count, a.mode, a.gpus, a.shared_sms, not a.no_report,
-                         a.null_windows, a.local_registration):
+                         a.null_windows, a.local_registration, a.measured):
         print(line)
 
 

@@ -1,0 +1,120 @@
+# The device API lesson (03_allreduce_lsa) on the simulation: its kernel
+# run as fibers, both modes at 1 to 8 ranks against the oracle, every
+# refusal, the rules of its barriers, and tools/simulate.sh.
+# Cases: lsa/lsa-pthread/allreduce_lsa-N and lsa/lsa-mpi/allreduce_lsa-N
+# (threads, MPI), lsa/refuse/... (what the lesson refuses, in one line),
+# lsa/rules/... (a broken kernel named by the simulation), lsa/simulate/...
+# Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
+# Lane: second (tests/run_tests.sh runs the lanes of a whole run at once)
+
+# With the toolkit's cupti.h the build measures what ran (tests/Makefile).
+LSA_MEASURED=$([ -e "${CUDA_HOME:-/usr/local/cuda}/include/cupti.h" ] && echo --measured)
+
+# lsa_case NAME: begin, or a skip naming why no build is possible here.
+lsa_case() {
+  if [ -n "$LSA_MISSING" ]; then skip "$1" "$LSA_MISSING"; return 1; fi
+  [[ $1 == *mpi* ]] && { mpi_cases "$1" || return 1; }
+  begin "$1" || return 1
+  need "lsa-programs"
+}
+
+for variant in lsa-pthread lsa-mpi; do
+  for n in 1 2 3 4 5 6 7 8; do
+    [ $variant = lsa-mpi ] && [[ " 1 2 4 8 " != *" $n "* ]] && continue
+    lsa_case "lsa/$variant/allreduce_lsa-$n" || continue
+    expected allreduce_lsa "$n" --count $SMALL --mode "$(mode_of $variant)" --gpus 8 $LSA_MEASURED >"$f.expected"
+    sim_run $variant allreduce_lsa "$n" -n $SMALL
+    want_status 0
+    want_out_file "$f.expected"
+    no_violation
+    end
+  done
+done
+if lsa_case lsa/lsa-pthread/allreduce_lsa-4-count-1048576; then # as users run it
+  expected allreduce_lsa 4 --gpus 8 $LSA_MEASURED >"$f.expected"
+  sim_run lsa-pthread allreduce_lsa 4
+  want_status 0
+  want_out_file "$f.expected"
+  no_violation
+  end
+fi
+
+# What the lesson refuses, each in one line per rank and exit 1, with
+# nothing of the kernel run. The version refusals are the driver's
+# (common/src/requirements.c), before the lesson starts.
+refusal() { # NAME ERROR-LINE VAR=VALUE: 2 ranks as threads
+  local c=$1 line=$2 setting=$3
+  lsa_case "lsa/refuse/$c" || return
+  export "${setting?}"
+  SIM_DIR="$TMPDIR" NTHREADS=2 SIM_DEVICES=2 run "$B/lsa-pthread/allreduce_lsa" -n 64
+  unset "${setting%%=*}"
+  want_status 1
+  [ "$(grep -cF -- "$line" "$f.err")" = 2 ] || why+="stderr lacks '$line' once per rank; "
+  no_out "Starting AllReduce with"
+  no_violation
+  end
+}
+refusal nccl-2.28.9 "NCCL 2.28.9 is too old for the device API (ncclDevCommCreate, LSA barriers): needs NCCL >= 2.30.7" \
+  SIM_NCCL_VERSION=22809
+refusal library-older-than-headers "the loaded NCCL 2.30.7 is older than the nccl.h $LSA_WHEEL_VERSION this program was built with, and NCCL's device API refuses that" \
+  SIM_NCCL_VERSION=23007
+refusal no-device-api "this communicator has no device API support (deviceApiSupport 0: docs/troubleshooting.md says when)" \
+  NCCL_WIN_ENABLE=0
+c=lsa/refuse/two-lsa-teams
+if lsa_case $c; then # ranks on nodes of their own (NCCL_HOSTID per process)
+  SIM_DIR=$TMPDIR SIM_DEVICES=2 run "${MPIRUN[@]}" -np 2 sh -c 'NCCL_HOSTID=node$OMPI_COMM_WORLD_RANK exec "$0" -n 64' "$B/lsa-mpi/allreduce_lsa"
+  want_failure
+  [ "$(grep -cF "this communicator has 2 LSA teams, and this kernel needs one" "$f.err")" = 2 ] ||
+    why+="stderr lacks the LSA teams' line once per rank; "
+  [ -n "$LSA_MEASURED" ] && want_out "Why not the lesson's kernel: 2 LSA teams on ranks 0-1: ranks on different nodes"
+  no_out "Starting AllReduce with"
+  no_violation
+  end
+fi
+
+# A broken kernel, named by the simulation's rules (exit 70), whatever the
+# schedule: each edit is made to a copy of the lesson, built as the
+# simulated build builds it. (The same edits are mutants of `make
+# test-mutants`, against these and the output cases.)
+# The copy's main.cu is compiled as the simulated build compiles it, and
+# linked with that build's other objects.
+broken() { # NAME RULE-TEXT SED-EXPRESSION [in-kernel|host]
+  local c=lsa/rules/$1 want=$2 edit=$3 where=${4:-in-kernel} copy objs
+  lsa_case "$c" || return
+  copy=$TMPDIR/$1-main.cu
+  sed "$edit" "$ROOT/03_allreduce_lsa/c/main.cu" >"$copy"
+  cmp -s "$ROOT/03_allreduce_lsa/c/main.cu" "$copy" && why+="the edit changed nothing; "
+  objs=$(find "$B/lsa-pthread/obj/pthread" -name '*.o' ! -name main.o | sort)
+  { "$ROOT/tests/sim/compile_cu.sh" g++ -I"$ROOT/common/include" -I"$LSA_NCCL_HOME/include" \
+      -DCUDA_API_PER_THREAD_DEFAULT_STREAM=1 -idirafter "${CUDA_HOME:-/usr/local/cuda}/include" \
+      -D_GNU_SOURCE -O0 -g -c -o "$copy.o" "$copy" &&
+    cc -o "$copy.bin" "$copy.o" $objs "$B/lsa-pthread/sim.o" -Wl,--wrap=set_error_rank -lstdc++ -pthread -lm; } \
+    >"$f.build" 2>&1 || why+="the edited copy did not build (see $f.build); "
+  SIM_DIR=$TMPDIR NTHREADS=4 SIM_DEVICES=4 run "$copy.bin" -n $SMALL
+  want_status 70
+  want_err "$want"
+  [ "$where" = host ] || want_err "repeats it)" # a kernel's schedule seed
+  end
+}
+broken no-first-barrier "[lsa-acquire-barrier] rank" '0,/bar.sync(ncclCoopCta(), cuda::memory_order_acquire);/s//\/\/ (removed)/'
+broken relaxed-first-barrier "after LSA barriers that only relaxed" 's/cuda::memory_order_acquire);/cuda::memory_order_relaxed);/'
+broken no-last-barrier "[lsa-release-barrier] rank" 's/bar.sync(ncclCoopCta(), cuda::memory_order_release);/\/\/ (removed)/'
+broken peer-past-the-team "[lsa-pointer] rank" 's/for (int peer = 0; peer < nRanks; peer++) {/for (int peer = 0; peer <= nRanks; peer++) {/'
+broken index-past-the-window "past its end (a window offset or an element index too large?)" 's/v += sendPtr\[offset\];/v += sendPtr[offset + 1];/'
+broken no-device-comm-destroy "[destroy-device-communicator] rank" '/NCCLCHECK(ncclDevCommDestroy(comm, &devComm));/d' host
+broken fewer-barriers-than-ctas "barrier index" 's/reqs.lsaBarrierCount = NCCL_DEVICE_CTA_COUNT;/reqs.lsaBarrierCount = NCCL_DEVICE_CTA_COUNT \/ 2;/'
+
+# tools/simulate.sh as a learner runs it: 1, 2, 4 and 8 ranks, threads and
+# MPI, to exit 0.
+for n in 1 2 4 8; do
+  for how in threads mpi; do
+    lsa_case "lsa/simulate/$how-$n" || continue
+    if [ $how = mpi ]; then NCCL_HOME=$LSA_NCCL_HOME run "$ROOT/tools/simulate.sh" --mpi $n allreduce_lsa -n $SMALL
+    else NCCL_HOME=$LSA_NCCL_HOME NTHREADS=$n run "$ROOT/tools/simulate.sh" allreduce_lsa -n $SMALL; fi
+    want_status 0
+    want_out "Results verified correctly"
+    [[ $(head -n 1 "$f.out") == "# SIMULATED: no GPU ran this; "* ]] || why+="first line: '$(head -n 1 "$f.out")'; "
+    no_violation
+    end
+  done
+done
