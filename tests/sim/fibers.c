@@ -30,15 +30,6 @@
 
 #define STACK_BYTES (64 * 1024)
 
-struct sim_kernel {
-  const char *name;
-  dim3 grid, block;
-  int rank, device;
-  void (*thread)(void *);
-  void *args;
-  void (*release)(void *);
-};
-
 enum fiber_state { FIBER_READY, FIBER_AT_SYNC, FIBER_SPINNING, FIBER_DONE };
 
 typedef struct cta cta;
@@ -70,7 +61,6 @@ typedef struct grid_run {
 } grid_run;
 
 static _Thread_local grid_run *running;
-static _Thread_local cudaError_t launch_error = cudaSuccess;
 
 static unsigned draw(grid_run *g, unsigned n)
 {
@@ -79,48 +69,6 @@ static unsigned draw(grid_run *g, unsigned n)
 }
 
 static unsigned volume(dim3 d) { return d.x * d.y * d.z; }
-
-cudaError_t ncclsim_launch(const char *name, dim3 grid, dim3 block,
-                           size_t shared_bytes, cudaStream_t stream,
-                           void (*thread)(void *), void *args,
-                           void (*release)(void *))
-{
-  refuse_in_capture("a kernel launch", stream);
-  if (volume(block) == 0 || volume(block) > 1024 || block.z > 64 ||
-      volume(grid) == 0 || grid.y > 65535 || grid.z > 65535) {
-    release(args);
-    return launch_error = cudaErrorInvalidConfiguration;
-  }
-  if (shared_bytes > 0) {
-    fprintf(stderr, "ncclsim: %s: the simulation has no dynamic shared"
-                    " memory for kernels\n", name);
-    release(args);
-    return launch_error = cudaErrorInvalidValue;
-  }
-  struct sim_kernel *k = malloc(sizeof *k);
-  if (k == NULL) {
-    release(args);
-    return launch_error = cudaErrorMemoryAllocation;
-  }
-  *k = (struct sim_kernel){name, grid, block, sim_rank(), current_device,
-                           thread, args, release};
-  work_item item = {.kind = WORK_KERNEL, .kernel = k};
-  if (!enqueue(stream, 1, &item)) {
-    release(args);
-    free(k);
-    return launch_error = cudaErrorMemoryAllocation;
-  }
-  return cudaSuccess;
-}
-
-cudaError_t cudaGetLastError(void)
-{
-  cudaError_t e = launch_error;
-  launch_error = cudaSuccess;
-  return e;
-}
-
-cudaError_t cudaPeekAtLastError(void) { return launch_error; }
 
 /* ------------------------------------------------ the running GPU thread */
 

@@ -1,5 +1,6 @@
-/* ncclsim: the one kernel a program may load, and what NCCL's symmetric
- * kernels do after it (see sim.h).
+/* ncclsim: kernels (see sim.h): a program's own, launched through
+ * ncclsim_launch (run by fibers.c), and the one kernel a program may load,
+ * and what NCCL's symmetric kernels do after it.
  *
  * A program may load code with cudaLibraryLoadData and launch it with
  * cudaLaunchKernel. The simulation cannot run PTX: it knows one kernel,
@@ -8,7 +9,10 @@
  * its stream start, if asked. Any other code is refused. */
 #include "sim.h"
 
+#include "ncclsim_device.h"
+
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 struct CUlib_st {
@@ -110,3 +114,51 @@ int reads_early(const sim_node *node)
          in_symmetric_window(node->comm, node->send, bytes) &&
          in_symmetric_window(node->comm, node->recv, out);
 }
+
+/* ---------------------------------------------- a program's own kernels */
+
+static _Thread_local cudaError_t launch_error = cudaSuccess;
+
+static unsigned volume(dim3 d) { return d.x * d.y * d.z; }
+
+cudaError_t ncclsim_launch(const char *name, dim3 grid, dim3 block,
+                           size_t shared_bytes, cudaStream_t stream,
+                           void (*thread)(void *), void *args,
+                           void (*release)(void *))
+{
+  refuse_in_capture("a kernel launch", stream);
+  if (volume(block) == 0 || volume(block) > 1024 || block.z > 64 ||
+      volume(grid) == 0 || grid.y > 65535 || grid.z > 65535) {
+    release(args);
+    return launch_error = cudaErrorInvalidConfiguration;
+  }
+  if (shared_bytes > 0) {
+    fprintf(stderr, "ncclsim: %s: the simulation has no dynamic shared"
+                    " memory for kernels\n", name);
+    release(args);
+    return launch_error = cudaErrorInvalidValue;
+  }
+  struct sim_kernel *k = malloc(sizeof *k);
+  if (k == NULL) {
+    release(args);
+    return launch_error = cudaErrorMemoryAllocation;
+  }
+  *k = (struct sim_kernel){name, grid, block, sim_rank(), current_device,
+                           thread, args, release};
+  work_item item = {.kind = WORK_KERNEL, .kernel = k};
+  if (!enqueue(stream, 1, &item)) {
+    release(args);
+    free(k);
+    return launch_error = cudaErrorMemoryAllocation;
+  }
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetLastError(void)
+{
+  cudaError_t e = launch_error;
+  launch_error = cudaSuccess;
+  return e;
+}
+
+cudaError_t cudaPeekAtLastError(void) { return launch_error; }

@@ -1,7 +1,6 @@
 /* ncclsim: the NCCL calls the examples make (see sim.h). */
 #include "sim.h"
 
-
 #include <errno.h>
 #include <limits.h>
 #include <stdint.h>

@@ -276,7 +276,6 @@ int reads_early(const sim_node *node);
  * old bytes. */
 enum work_kind { WORK_COPY, WORK_MEMSET, WORK_COLLECTIVE, WORK_EVENT,
                  WORK_FILL, WORK_KERNEL, WORK_NOTHING };
-struct sim_kernel; /* a launched kernel (device.c) */
 typedef struct work_item {
   enum work_kind kind;
   void *dst;
@@ -346,48 +345,6 @@ sim_alloc *take_alloc(const void *p);
 /* Unmaps or frees an allocation taken out of the list, and the record. */
 void release_alloc(sim_alloc *a);
 
-/* ------------------------------------------------------------ device.c
- * Kernels and the device API (include/ncclsim_device.h). */
-/* A queued kernel, when it runs: every GPU thread, then freed (fibers.c). */
-void run_kernel(struct sim_kernel *k, uint32_t correlation);
-/* What the LSA rules follow of one GPU thread (device.c reads and writes
- * it; fibers.c keeps one per thread). */
-typedef struct lsa_view {
-  int barriers;        /* LSA barrier syncs it passed */
-  int acquired;        /* one of them acquired (acquire or stronger) */
-  int unreleased_peer; /* 1 + the peer whose window it reached since its
-                          last release barrier; 0: none */
-} lsa_view;
-/* The calling GPU thread's, or NULL outside a kernel; where it is, for
- * messages: "kernel K (CTA c, thread t)" and the kernel's rank. */
-lsa_view *current_lsa(void);
-const char *current_place(char *buf, size_t len);
-int current_kernel_rank(void);
-/* In a kernel's GPU thread: every thread of its CTA (fibers.c). */
-void cta_sync(void);
-/* In a kernel's GPU thread waiting for its peers: let the others run. */
-void spin_yield(void);
-/* Is the calling GPU thread the first of its CTA? */
-int cta_leader(void);
-/* At the end of each GPU thread (device.c: the release rule). */
-void lsa_thread_end(const lsa_view *view);
-/* Window registration: what peers need to reach this rank's part of the
- * window, and, once every rank's is known, their parts mapped here. */
-typedef struct lsa_share {
-  long pid;
-  int fd;
-  void *base;     /* in the owner's address space */
-  size_t mapped;  /* the allocation's mapping */
-  size_t offset;  /* the window's start in it */
-} lsa_share;
-void lsa_describe(const void *buff, lsa_share *out);
-void lsa_map_peers(struct ncclWindow_vidmem *w, const lsa_share *all);
-void lsa_unmap_peers(struct ncclWindow_vidmem *w);
-/* ncclCommFinalize, ncclCommDestroy: a device communicator of comm still
- * alive is a rule violation (call names the call). */
-void check_no_device_comms(const struct ncclComm *comm, const char *call);
-/* cupti.c (weak: NULL without it): a kernel's record when it runs. */
-void cupti_kernel(uint32_t correlation, int device, const char *name)
-    __attribute__((weak));
+#include "device.h"
 
 #endif
