@@ -9,7 +9,7 @@
 # NCCL_MATRIX_DOWNLOAD=1 (.ci/run sets it), else its cases are skipped.
 # NCCL_MATRIX="2.27.7 2.32.3" picks the versions.
 # Cases: nccl-matrix/2.27.7/... and nccl-matrix/2.32.3/... (one family per
-# wheel version).
+# wheel version), allreduce_lsa among them (nvcc, or make's refusal).
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
 # Lane: third (tests/run_tests.sh runs the lanes of a whole run at once)
 
@@ -63,6 +63,25 @@ for v in ${NCCL_MATRIX:-2.27.7 2.32.3}; do
       end
     done
   done
+  # The device API lesson: nvcc against the wheel's headers (>= 2.30.7),
+  # or make's one-line refusal of older ones, before any compiler runs.
+  c="nccl-matrix/$v/build-allreduce_lsa-MPI=0"
+  if [ -n "$reason" ]; then skip "$c" "$reason"
+  elif [ ! -x "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" ]; then skip "$c" "no nvcc in ${CUDA_HOME:-/usr/local/cuda}/bin"
+  elif begin "$c"; then
+    run make --no-print-directory -s -C 03_allreduce_lsa/c NCCL_HOME="$home" CUDA_ARCH=90 "$QUICK_CFLAGS" \
+      BUILD_DIR="$m/obj-allreduce_lsa" BIN="$m/allreduce_lsa"
+    if [ "$code" -lt 23007 ]; then
+      want_failure
+      want_err "allreduce_lsa needs NCCL >= 2.30.7, and the nccl.h this build finds (in NCCL_HOME=$home) is $v: build with a newer NCCL"
+      ! grep -q "error:" "$f.err" || why+="a compiler error beside make's line; "
+    else
+      want_status 0
+      CUDA_VISIBLE_DEVICES= "$m/allreduce_lsa" >"$f.run" 2>&1
+      grep -q "no usable GPU" "$f.run" || why+="did not stop at the GPU check: $(head -n 1 "$f.run"); "
+    fi
+    end
+  fi
   c="nccl-matrix/$v/unit-version-and-unique-id"
   if [ -n "$reason" ]; then skip "$c" "$reason"
   elif begin "$c"; then
