@@ -12,6 +12,14 @@ if begin unit/simulation-is-unkind; then
   no_violation
   end
 fi
+if begin unit/device-api-versions; then
+  need unit/test_device_api
+  SIM_DIR=$TMPDIR run "$B/unit/test_device_api"
+  want_status 0
+  want_out "test_device_api: all passed"
+  no_violation
+  end
+fi
 if begin unit/what-ran; then need unit/test_what_ran; run "$B/unit/test_what_ran"; want_status 0; end; fi
 if begin unit/what-ran-causes; then
   need unit/test_what_ran_causes; run "$B/unit/test_what_ran_causes"; want_status 0; end
