@@ -76,4 +76,4 @@ help:
 	@echo "make install         install to \$$(DESTDIR)\$$(PREFIX)/bin (default /usr/local)"
 	@echo "make clean           remove everything built"
 	@echo "make LEAN=1          the lessons without instruments/ (no watchdog, What ran, --bench; no CUPTI, cuBLAS)"
-	@echo "variables: MPI=1 LEAN=1 MPI_HOME=dir NCCL_HOME=dir CUDA_HOME=dir CC= CFLAGS= LDFLAGS= V=1 NP=2"
+	@echo "variables: MPI=1 LEAN=1 MPI_HOME=dir NCCL_HOME=dir CUDA_HOME=dir CC= CFLAGS= LDFLAGS= V=1 NP=2 CUDA_ARCH='80 90' NVCC="

@@ -27,9 +27,9 @@
 #include "example.h"
 
 #if NCCL_VERSION_CODE < NCCL_VERSION(2, 30, 7)
-/* 2.30.7 is the first NCCL whose own example of this kernel orders the
- * first barrier as acquire (2.29.7's is relaxed), and the release this
- * lesson was run on (03_allreduce_lsa/README.md). */
+/* NCCL's own example of this kernel orders its first barrier as acquire
+ * from 2.30.3 (relaxed in 2.28.9 to 2.29.7); 2.30.7 is the release whose
+ * device API this lesson's facts were recorded on (README.md). */
 #error "nccl.h is older than 2.30.7: allreduce_lsa needs NCCL >= 2.30.7"
 #endif
 
@@ -213,9 +213,9 @@ static int allreduce_lsa(const rank_ctx *ctx)
   return EXIT_SUCCESS;
 }
 
-/* --bench times the same kernel beside ncclAllReduce (instruments/): a
- * device communicator per bench, and one launch per operation. */
-static void *bench_setup(ncclComm_t comm)
+/* The same kernel as the instruments run it (common/include/bootstrap.h,
+ * device_kernel): its device communicator, one launch per operation. */
+static void *kernel_setup(ncclComm_t comm)
 {
   ncclDevComm *devComm = (ncclDevComm *)host_calloc(1, sizeof *devComm);
   ncclDevCommRequirements reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
@@ -224,8 +224,9 @@ static void *bench_setup(ncclComm_t comm)
   return devComm;
 }
 
-static void bench_run(void *state, ncclWindow_t send_win, ncclWindow_t recv_win,
-                      size_t count, cudaStream_t stream)
+static void kernel_run(void *state, ncclWindow_t send_win,
+                       ncclWindow_t recv_win, size_t count,
+                       cudaStream_t stream)
 {
   const ncclDevComm *devComm = (const ncclDevComm *)state;
   simpleAllReduceKernel<<<NCCL_DEVICE_CTA_COUNT, NCCL_DEVICE_THREADS_PER_CTA,
@@ -234,7 +235,7 @@ static void bench_run(void *state, ncclWindow_t send_win, ncclWindow_t recv_win,
   CUDACHECK(cudaGetLastError());
 }
 
-static void bench_teardown(ncclComm_t comm, void *state)
+static void kernel_teardown(ncclComm_t comm, void *state)
 {
   NCCLCHECK(ncclDevCommDestroy(comm, (const ncclDevComm *)state));
   free(state);
@@ -246,9 +247,9 @@ int main(int argc, char *argv[])
    * at least 2.30.7, and not older than the nccl.h this was built with (the
    * device API refuses that). */
   static const device_kernel lsa_kernel = {
-      .setup = bench_setup,
-      .run = bench_run,
-      .teardown = bench_teardown,
+      .setup = kernel_setup,
+      .run = kernel_run,
+      .teardown = kernel_teardown,
   };
   static const example_desc example = {
       .lesson = allreduce_lsa,

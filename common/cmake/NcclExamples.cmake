@@ -27,13 +27,21 @@ set(RUNTIME_LIBS "" CACHE STRING
 # are threads must not share the legacy stream), GNU extensions of libc,
 # and the toolkit's headers after the system's (a system nccl.h wins over
 # the toolkit's copy).
+# A lesson with a kernel of its own (main.cu) is compiled by nvcc: NCCL's
+# headers are system headers there, ahead of the toolkit's (which may hold
+# an older nccl.h), and the warnings reach the host compiler; NCCL's own
+# initializers name only their structs' first fields.
 function(nccl_example_flags target)
   target_compile_definitions(${target} PRIVATE
     CUDA_API_PER_THREAD_DEFAULT_STREAM=1 _GNU_SOURCE)
   foreach(dir ${CUDAToolkit_INCLUDE_DIRS})
-    target_compile_options(${target} PRIVATE -idirafter ${dir})
+    target_compile_options(${target} PRIVATE
+      "$<$<COMPILE_LANGUAGE:C>:-idirafter${dir}>"
+      "$<$<COMPILE_LANGUAGE:CUDA>:-isystem=${dir}>")
   endforeach()
-  target_compile_options(${target} PRIVATE -Wall -Wextra -Werror)
+  target_compile_options(${target} PRIVATE
+    "$<$<COMPILE_LANGUAGE:C>:-Wall;-Wextra;-Werror>"
+    "$<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra,-Werror,-Wno-missing-field-initializers>")
   target_include_directories(${target} SYSTEM PRIVATE ${NCCL_INCLUDE_DIR})
   if(MPI)
     target_link_libraries(${target} PRIVATE MPI::MPI_C)
@@ -65,6 +73,10 @@ function(nccl_example target)
     endif()
   endif()
   target_link_libraries(${target} PRIVATE Threads::Threads m ${CMAKE_DL_LIBS} rt)
+  get_target_property(sources ${target} SOURCES)
+  if(sources MATCHES "\\.cu")
+    target_link_libraries(${target} PRIVATE stdc++)
+  endif()
   install(TARGETS ${target} RUNTIME DESTINATION bin)
   if(MPI)
     add_test(NAME ${target} COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG}

@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Checks that the READMEs say what the code does.
 
+- A code block after `<!-- expected-output PROGRAM N on the simulation -->`
+  must equal, whole, what the oracle says the simulation prints, What ran
+  too, and, up to What ran, what the simulated program prints.
 - A code block after `<!-- expected-output PROGRAM N -->` must equal what
   PROGRAM prints on N ranks and N visible GPUs, both as the oracle
   (tests/oracles/expected_output.py) says and as the simulated program prints,
@@ -50,15 +53,18 @@ from page_checks import (check_fact_citations, check_links, check_typed_counts, 
                          check_users_text, check_where_run)
 
 SIM = os.path.join(ROOT, "tests", "build", "sim-pthread")
-MAIN = {"allreduce_sm": "01_allreduce/c/main.c", "allgather_ce": "02_allgather/c/main.c"}
+LSA_SIM = os.path.join(ROOT, "tests", "build", "lsa-pthread")  # tests/Makefile: lsa-programs
+MAIN = {"allreduce_sm": "01_allreduce/c/main.c", "allgather_ce": "02_allgather/c/main.c",
+        "allreduce_lsa": "03_allreduce_lsa/c/main.cu"}
 
 
 def run_sim(program, nranks):
-    if not os.path.exists(os.path.join(SIM, program)):
-        return [f"(not built: {SIM}/{program}; run make -C tests first)"]
+    sim = LSA_SIM if program == "allreduce_lsa" else SIM
+    if not os.path.exists(os.path.join(sim, program)):
+        return [f"(not built: {sim}/{program}; run make -C tests first)"]
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, SIM_DIR=tmp, SIM_DEVICES=str(nranks), NTHREADS=str(nranks))
-        out = subprocess.run([os.path.join(SIM, program)], env=env, capture_output=True, text=True, timeout=60)
+        out = subprocess.run([os.path.join(sim, program)], env=env, capture_output=True, text=True, timeout=60)
     return out.stdout.rstrip("\n").split("\n")
 
 
@@ -249,7 +255,7 @@ def main():
         return 1 if problems else 0
     problems = []
     sources = {p: [l.strip() for l in open(os.path.join(ROOT, p)).read().split("\n")]
-               for p in tracked("*.c") + tracked("*.h")}
+               for p in tracked("*.c") + tracked("*.h") + tracked("*.cu")}
     main_lines = {prog: open(os.path.join(ROOT, path)).read().split("\n") for prog, path in MAIN.items()}
     recorded_reports = {line for path in glob.glob(os.path.join(ROOT, "docs", "what-ran", "h200-*.txt"))
                         for line in open(path).read().split("\n")}
@@ -257,6 +263,21 @@ def main():
     for doc in tracked("*.md"):
         text = open(os.path.join(ROOT, doc)).read()
         for lang, lines, before, _ in code_blocks(text):
+            m = re.match(r"<!-- expected-output (\S+) (\d+) on the simulation -->", before.strip())
+            if m:  # the whole block, What ran too, as the simulation prints it
+                checked += 1
+                prog, n = m.group(1), int(m.group(2))
+                if lines != (oracle := expected_output.expected(prog, n, measured=True)):
+                    problems.append(f"{doc}: expected output of {prog} on {n} ranks (simulated) differs"
+                                    " from the oracle's:")
+                    problems += [f"  {line}" for line in difflib.unified_diff(
+                        lines, oracle, "README", "the oracle", lineterm="", n=1)]
+                got = run_sim(prog, n)
+                if not (got[0].startswith("(not built") and prog == "allreduce_lsa") and \
+                        expected_output.without_report(got) != expected_output.without_report(lines):
+                    problems.append(f"{doc}: expected output of {prog} on {n} ranks differs from the"
+                                    f" simulated program's: {got[:1]} ...")
+                continue
             m = re.match(r"<!-- expected-output (\S+) (\d+) -->", before.strip())
             if m:
                 checked += 1

@@ -11,6 +11,7 @@
 
 #include "bootstrap.h"
 #include "checks.h"
+#include "rules.h"
 
 #define BYTES 8192
 
@@ -216,10 +217,7 @@ static int copy_in_capture(const rank_ctx *ctx)
   return 0;
 }
 
-static const struct {
-  const char *name;
-  example_fn fn;
-} cases[] = {
+static const rule_case cases[] = {
     {"window-on-ncclMemAlloc", window_on_cudamalloc},
     {"window-alignment", window_alignment},
     {"symmetric-registration", symmetric_registration},
@@ -237,21 +235,37 @@ static const struct {
     {"graph-capture", copy_in_capture},
 };
 
-int main(int argc, char *argv[])
+/* The case of that name, in either table; with its settings. */
+static const rule_case *find(const char *name)
 {
-  size_t n = sizeof cases / sizeof *cases;
-  for (size_t i = 0; argc == 2 && i < n; i++)
-    if (strcmp(argv[1], cases[i].name) == 0) {
-      example_options opts = {.prog = "rules", .count = 1};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+    if (strcmp(name, cases[i].name) == 0) {
       if (cases[i].fn == legacy_stream_on_shared_gpu) {
         setenv("NCCL_MULTI_RANK_GPU_ENABLE", "1", 1);
         setenv("SIM_NCCL_VERSION", "23007", 1);
       }
-      return run_ranks(2, 2, &opts, cases[i].fn, NULL);
+      return &cases[i];
     }
+  for (size_t i = 0; i < device_ncases; i++)
+    if (strcmp(name, device_cases[i].name) == 0) {
+      setenv("SIM_NCCL_VERSION", "23007", 1); /* the device API's */
+      return &device_cases[i];
+    }
+  return NULL;
+}
+
+int main(int argc, char *argv[])
+{
+  const rule_case *c = argc == 2 ? find(argv[1]) : NULL;
+  if (c != NULL) {
+    example_options opts = {.prog = "rules", .count = 1};
+    return run_ranks(2, 2, &opts, c->fn, NULL);
+  }
   fprintf(stderr, "usage: rules CASE, one of:");
-  for (size_t i = 0; i < n; i++)
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
     fprintf(stderr, " %s", cases[i].name);
+  for (size_t i = 0; i < device_ncases; i++)
+    fprintf(stderr, " %s", device_cases[i].name);
   fprintf(stderr, "\n");
   return 2;
 }

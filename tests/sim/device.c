@@ -32,6 +32,17 @@
 
 static sim_devcomm *devcomms; /* guarded by `lock` */
 
+_Noreturn void sim_failure(const char *call, const char *fmt, ...)
+{
+  char details[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(details, sizeof details, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "ncclsim: %s: the simulation failed: %s\n", call, details);
+  _exit(SIM_EXIT_VIOLATION);
+}
+
 /* What a refused call says, as NCCL's WARN does. */
 static ncclResult_t refuse(const char *call, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -57,7 +68,7 @@ static ncclResult_t check_head(const char *call, const char *type,
                                unsigned version)
 {
   const int lib = simulated_version();
-  char have[16], built[16];
+  char have[16];
   if (lib < NCCL_VERSION(2, 29, 2)) {
     version_text(lib, have, sizeof have);
     fprintf(stderr, "ncclsim: %s does not exist in NCCL %s (new in 2.29.2):"
@@ -68,6 +79,7 @@ static ncclResult_t check_head(const char *call, const char *type,
     return refuse(call, "%s argument must be initialized via %s", type,
                   initializer);
   if (lib >= NCCL_VERSION(2, 30, 0) && version > (unsigned)lib) {
+    char built[16];
     version_text((int)version, built, sizeof built);
     version_text(lib, have, sizeof have);
     return refuse(call, "NCCL library is too old. This application was"
@@ -139,7 +151,7 @@ ncclResult_t ncclDevCommCreate(ncclComm_t comm,
   if (comm->rank == 0) {
     int fd = open(path, O_CREAT | O_RDWR | O_TRUNC, 0600);
     if (fd < 0 || ftruncate(fd, (off_t)d->slots_bytes) != 0)
-      violation(comm, "simulation", call, "cannot make %s", path);
+      sim_failure(call, "cannot make %s", path);
     close(fd);
   }
   exchange(comm, LANE_HOST, call, (size_t)n, 0, NULL, 0);
@@ -160,7 +172,7 @@ ncclResult_t ncclDevCommCreate(ncclComm_t comm,
   finish_exchange(comm, LANE_HOST);
   d->epochs = calloc((size_t)(n ? n : 1), sizeof *d->epochs);
   if (slots == MAP_FAILED || d->epochs == NULL)
-    violation(comm, "simulation", call, "cannot map %s", path);
+    sim_failure(call, "cannot map %s", path);
   d->slots = slots;
   pthread_mutex_lock(&lock);
   d->next = devcomms;

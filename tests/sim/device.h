@@ -73,6 +73,10 @@ typedef struct sim_devcomm {
   unsigned long long *epochs; /* this rank's, per barrier */
 } sim_devcomm;
 
+/* The simulation itself failed (a file, a mapping, memory): says so,
+ * naming the call, and ends the process (exit 70). Not a rule. */
+_Noreturn void sim_failure(const char *call, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 /* The rank's LSA team is itself alone (device.c; see there). */
 int lsa_alone(const struct ncclComm *comm);
 

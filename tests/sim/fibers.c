@@ -126,11 +126,26 @@ void spin_yield(void)
 
 void ncclsim_cta_sync(void) { cta_sync(); }
 
+/* Every thread of the CTA must reach each of its barriers: a thread that
+ * reaches one after others of its CTA ended, or that ends while others
+ * wait at one, breaks the rule (the GPU may hang; compute-sanitizer's
+ * synccheck reports it). */
+static _Noreturn void barrier_left(unsigned waiting, unsigned ended)
+{
+  char place[256];
+  violation(NULL, "cta-barrier", current_place(place, sizeof place),
+            "%u thread(s) of the CTA wait at a CTA barrier that %u other(s)"
+            " left by ending: every thread of a CTA must reach it",
+            waiting, ended);
+}
+
 void cta_sync(void)
 {
   fiber *f = me("__syncthreads");
   cta *c = f->cta;
-  if (++c->arrived + c->done < running->nthreads) {
+  if (c->done > 0)
+    barrier_left(c->arrived + 1, c->done);
+  if (++c->arrived < running->nthreads) {
     f->state = FIBER_AT_SYNC;
     to_scheduler(f);
     return;
@@ -228,17 +243,12 @@ static void admit(grid_run *g)
 static void thread_ended(grid_run *g, fiber *f)
 {
   cta *c = f->cta;
-  char place[256];
-  if (++c->done < g->nthreads) {
-    if (c->arrived > 0 && c->arrived + c->done == g->nthreads) {
-      g->current = f;
-      violation(NULL, "cta-barrier", current_place(place, sizeof place),
-                "%u threads wait at a CTA barrier that the other %u left by"
-                " ending: every thread of a CTA must reach it",
-                c->arrived, c->done);
-    }
-    return;
+  if (c->arrived > 0) {
+    g->current = f;
+    barrier_left(c->arrived, c->done + 1);
   }
+  if (++c->done < g->nthreads)
+    return;
   munmap(c->stacks, (size_t)g->nthreads * STACK_BYTES);
   free(c->threads);
   c->threads = NULL;

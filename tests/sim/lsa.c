@@ -164,13 +164,14 @@ void *ncclsim_lsa_pointer(ncclWindow_t window, size_t offset, int peer)
 void lsa_thread_end(const lsa_view *v)
 {
   char place[256];
-  if (v->unreleased_peer)
-    violation(NULL, "lsa-release-barrier", current_place(place, sizeof place),
-              "the thread ended after reaching peer %d's window with no LSA"
-              " barrier synced with cuda::memory_order_release after it: its"
-              " stores may not have reached the peer when the kernels end;"
-              " end with a release barrier",
-              v->unreleased_peer - 1);
+  if (v->unreleased_peer == 0)
+    return;
+  violation(NULL, "lsa-release-barrier", current_place(place, sizeof place),
+            "the thread ended after reaching peer %d's window with no LSA"
+            " barrier synced with cuda::memory_order_release after it: its"
+            " stores may not have reached the peer when the kernels end;"
+            " end with a release barrier",
+            v->unreleased_peer - 1);
 }
 
 /* ------------------------------------------- windows across processes */
@@ -196,7 +197,7 @@ void lsa_map_peers(struct ncclWindow_vidmem *w, const lsa_share *all)
   w->peer_mapped = calloc((size_t)n, sizeof *w->peer_mapped);
   w->peer_offset = calloc((size_t)n, sizeof *w->peer_offset);
   if (w->peers == NULL || w->peer_mapped == NULL || w->peer_offset == NULL)
-    violation(w->comm, "simulation", "ncclCommWindowRegister",
+    sim_failure("ncclCommWindowRegister",
               "out of memory");
   for (int r = 0; r < n; r++) {
     const lsa_share *s = &all[r];
@@ -213,7 +214,7 @@ void lsa_map_peers(struct ncclWindow_vidmem *w, const lsa_share *all)
     if (fd >= 0)
       close(fd);
     if (p == MAP_FAILED)
-      violation(w->comm, "simulation", "ncclCommWindowRegister",
+      sim_failure("ncclCommWindowRegister",
                 "cannot map rank %d's window through %s", r, path);
     w->peers[r] = (unsigned char *)p + s->offset;
     w->peer_mapped[r] = s->mapped;

@@ -82,6 +82,21 @@ for v in ${NCCL_MATRIX:-2.27.7 2.32.3}; do
     fi
     end
   fi
+  # The same with CMake, where it builds it (>= 2.30.7), from the top.
+  c="nccl-matrix/$v/cmake-allreduce_lsa"
+  if [ -n "$reason" ]; then skip "$c" "$reason"
+  elif [ "$code" -lt 23007 ]; then skip "$c" "allreduce_lsa needs NCCL >= 2.30.7; CMake leaves it out, with a message, below"
+  elif ! command -v cmake >/dev/null; then skip "$c" "cmake not installed"
+  elif [ ! -x "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" ]; then skip "$c" "no nvcc in ${CUDA_HOME:-/usr/local/cuda}/bin"
+  elif begin "$c"; then
+    run cmake -S . -B "$m/cmake" -DNCCL_HOME="$home" -DCUDA_ARCH=90 -DCMAKE_BUILD_TYPE=Debug
+    want_status 0
+    [ "$status" = 0 ] && run cmake --build "$m/cmake" -j"$(nproc)" --target allreduce_lsa
+    want_status 0
+    CUDA_VISIBLE_DEVICES= "$m/cmake/03_allreduce_lsa/c/allreduce_lsa" >"$f.run" 2>&1
+    grep -q "no usable GPU" "$f.run" || why+="did not stop at the GPU check: $(head -n 1 "$f.run"); "
+    end
+  fi
   c="nccl-matrix/$v/unit-version-and-unique-id"
   if [ -n "$reason" ]; then skip "$c" "$reason"
   elif begin "$c"; then

@@ -6,6 +6,7 @@
 if command -v python3 >/dev/null; then
   if begin checks/readmes-match-code; then
     need programs-sim-pthread
+    [ -z "$LSA_MISSING" ] && need lsa-programs
     run python3 tests/checks/check_docs.py
     want_status 0
     [ "$status" = 0 ] || why+="$(grep -v '^check_docs:' "$f.out" | head -n 3 | tr '\n' ' ')"
@@ -168,7 +169,7 @@ if command -v cppcheck >/dev/null; then
   if begin checks/cppcheck; then
     run cppcheck --quiet --error-exitcode=1 --enable=warning,style,performance,portability \
       --std=c11 --inline-suppr -D__GNUC__ "-D_Noreturn=__attribute__((noreturn))" -DNCCL_VERSION_CODE=22809 "-DNCCL_VERSION(X,Y,Z)=((X)*10000+(Y)*100+(Z))" \
-      -I common/include common 01_allreduce 02_allgather tests/sim tests/unit tests/rules tools
+      -I common/include -I tests/sim/include common 01_allreduce 02_allgather tests/sim tests/unit tests/rules tools
     want_status 0
     end
   fi

@@ -1,0 +1,161 @@
+/* Deliberately wrong programs for the rules of kernels and the device API
+ * (tests/sim/fibers.c, device.c, lsa.c): each launches a small kernel, or
+ * misuses a device communicator, through the simulation's C side
+ * (tests/sim/include/ncclsim_device.h), on 2 thread ranks. */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include "checks.h"
+#include "ncclsim_device.h"
+#include "rules.h"
+
+#define BYTES 8192 /* two pages: the guard page follows */
+#define BUILT 23007 /* the NCCL version the structs say they come from */
+
+typedef struct lsa_setup {
+  ncclComm_t comm;
+  void *buf;
+  ncclWindow_t win;
+  ncclDevComm_t dev;
+  int rank, peer;
+} lsa_setup;
+
+static void setup(const rank_ctx *ctx, lsa_setup *s, int barriers)
+{
+  ncclUniqueId id;
+  if (ctx->rank == 0)
+    NCCLCHECK(ncclGetUniqueId(&id));
+  util_broadcast(0, ctx, &id);
+  CUDACHECK(cudaSetDevice(ctx->rank));
+  NCCLCHECK(ncclCommInitRank(&s->comm, ctx->nranks, id, ctx->rank));
+  NCCLCHECK(ncclMemAlloc(&s->buf, BYTES));
+  s->win = NULL;
+  NCCLCHECK(ncclCommWindowRegister(s->comm, s->buf, BYTES, &s->win,
+                                   NCCL_WIN_COLL_SYMMETRIC));
+  ncclDevCommRequirements_t reqs = {.size = sizeof reqs,
+                                    .magic = NCCL_API_MAGIC,
+                                    .version = BUILT,
+                                    .lsaBarrierCount = barriers};
+  NCCLCHECK(ncclDevCommCreate(s->comm, &reqs, &s->dev));
+  s->rank = ctx->rank;
+  s->peer = 1 - ctx->rank;
+}
+
+static void no_release(void *args) { (void)args; }
+
+/* Runs `thread` on one CTA of `threads` GPU threads, and waits for it. */
+static void launch(lsa_setup *s, void (*thread)(void *), unsigned threads)
+{
+  CUDACHECK(ncclsim_launch("wrong_kernel", (dim3){1, 1, 1},
+                           (dim3){threads, 1, 1}, 0, cudaStreamPerThread,
+                           thread, s, no_release));
+  CUDACHECK(cudaStreamSynchronize(cudaStreamPerThread));
+}
+
+static void finish(lsa_setup *s)
+{
+  NCCLCHECK(ncclDevCommDestroy(s->comm, &s->dev));
+  NCCLCHECK(ncclCommWindowDeregister(s->comm, s->win));
+  NCCLCHECK(ncclMemFree(s->buf));
+  NCCLCHECK(ncclCommFinalize(s->comm));
+  NCCLCHECK(ncclCommDestroy(s->comm));
+}
+
+/* --------------------------------------------------------- the kernels */
+
+static void leaves_cta_barrier(void *args)
+{
+  (void)args;
+  if (ncclsim_thread_idx().x == 0)
+    return; /* the others wait for it at the barrier */
+  ncclsim_cta_sync();
+}
+
+static void reads_peer_first(void *args)
+{
+  lsa_setup *s = args;
+  volatile float *peer = ncclsim_lsa_pointer(s->win, 0, s->peer);
+  (void)peer[0];
+  ncclsim_lsa_barrier_sync(&s->dev, 0, __ATOMIC_ACQUIRE);
+}
+
+static void ends_unreleased(void *args)
+{
+  lsa_setup *s = args;
+  ncclsim_lsa_barrier_sync(&s->dev, 0, __ATOMIC_ACQUIRE);
+  float *peer = ncclsim_lsa_pointer(s->win, 0, s->peer);
+  peer[s->rank] = 1.0f;
+}
+
+static void peer_outside_team(void *args)
+{
+  lsa_setup *s = args;
+  ncclsim_lsa_barrier_sync(&s->dev, 0, __ATOMIC_ACQUIRE);
+  (void)ncclsim_lsa_pointer(s->win, 0, 5);
+}
+
+static void barrier_past_count(void *args)
+{
+  lsa_setup *s = args;
+  ncclsim_lsa_barrier_sync(&s->dev, 1, __ATOMIC_ACQUIRE); /* one asked for */
+}
+
+static void reads_past_window(void *args)
+{
+  lsa_setup *s = args;
+  ncclsim_lsa_barrier_sync(&s->dev, 0, __ATOMIC_ACQUIRE);
+  volatile unsigned char *mine = ncclsim_lsa_pointer(s->win, 0, s->rank);
+  (void)mine[BYTES]; /* one byte past the window and its allocation */
+}
+
+/* ------------------------------------------------------------ the cases */
+
+#define KERNEL_CASE(fn, kernel, threads)                                       \
+  static int fn(const rank_ctx *ctx)                                           \
+  {                                                                            \
+    lsa_setup s;                                                               \
+    setup(ctx, &s, 1);                                                         \
+    launch(&s, kernel, threads);                                               \
+    finish(&s);                                                                \
+    return 0;                                                                  \
+  }
+KERNEL_CASE(cta_barrier, leaves_cta_barrier, 4)
+KERNEL_CASE(acquire_barrier, reads_peer_first, 1)
+KERNEL_CASE(release_barrier, ends_unreleased, 1)
+KERNEL_CASE(lsa_pointer, peer_outside_team, 1)
+KERNEL_CASE(lsa_barrier, barrier_past_count, 1)
+KERNEL_CASE(memory_access, reads_past_window, 1)
+
+static int devcomm_left(const rank_ctx *ctx)
+{
+  lsa_setup s;
+  setup(ctx, &s, 1);
+  NCCLCHECK(ncclCommWindowDeregister(s.comm, s.win));
+  NCCLCHECK(ncclMemFree(s.buf));
+  NCCLCHECK(ncclCommFinalize(s.comm)); /* ncclDevCommDestroy never called */
+  NCCLCHECK(ncclCommDestroy(s.comm));
+  return 0;
+}
+
+static int barrier_counts_differ(const rank_ctx *ctx)
+{
+  lsa_setup s;
+  setup(ctx, &s, 1 + ctx->rank);
+  finish(&s);
+  return 0;
+}
+
+const rule_case device_cases[] = {
+    {"cta-barrier", cta_barrier},
+    {"lsa-acquire-barrier", acquire_barrier},
+    {"lsa-release-barrier", release_barrier},
+    {"lsa-pointer", lsa_pointer},
+    {"lsa-barrier", lsa_barrier},
+    {"memory-access", memory_access},
+    {"destroy-device-communicator", devcomm_left},
+    {"device-communicator", barrier_counts_differ},
+};
+const size_t device_ncases = sizeof device_cases / sizeof *device_cases;
