@@ -1,7 +1,7 @@
 # Top-level Makefile: builds each example in its own directory and leaves the
 # programs runnable here (./allreduce_sm, ./allgather_ce).
 #   make [01_allreduce|02_allgather|all] [MPI=1] [NCCL_HOME=..] [CUDA_HOME=..]
-#   make test | test-faults | test-without-mpi | test-under-load | test-slurm | test-no-cuda | test-mutants | run-examples [NP=2] | clean | install [PREFIX=..] [DESTDIR=..] | help
+#   make test | test-faults | test-nccl-matrix | test-without-mpi | test-under-load | test-slurm | test-no-cuda | test-mutants | run-examples [NP=2] | clean | install [PREFIX=..] [DESTDIR=..] | help
 # Variables given on the command line reach the example Makefiles as well.
 
 EXAMPLES := 01_allreduce 02_allgather
@@ -10,7 +10,7 @@ PROGRAM_02_allgather := allgather_ce
 # The device API lesson needs NCCL >= 2.30.7 and nvcc: built when named.
 PROGRAM_03_allreduce_lsa := allreduce_lsa
 
-.PHONY: all $(EXAMPLES) 03_allreduce_lsa test test-faults test-without-mpi test-mutants test-under-load test-slurm test-no-cuda run-examples clean install help
+.PHONY: all $(EXAMPLES) 03_allreduce_lsa test test-faults test-nccl-matrix test-without-mpi test-mutants test-under-load test-slurm test-no-cuda run-examples clean install help
 all: $(EXAMPLES)
 
 $(EXAMPLES) 03_allreduce_lsa:
@@ -23,6 +23,12 @@ test:
 
 test-faults:
 	bash tests/fault_matrix.sh
+
+# The oldest and newest NCCL wheels on PyPI: the programs built against
+# each (allreduce_lsa with nvcc and CMake); NCCL_MATRIX_DOWNLOAD=1
+# downloads a missing wheel (tests/suites/15-nccl-matrix.sh).
+test-nccl-matrix:
+	TEST_SUITE=nccl-matrix bash tests/run_tests.sh
 
 # The suite beside a CPU hog of twice the cores: verdicts must not depend on load.
 test-under-load:
@@ -67,6 +73,7 @@ help:
 	@echo "make MPI=1           build for mpirun (one process per GPU)"
 	@echo "make test            run the test suite (no GPU needed; about 5 minutes on 2 cores)"
 	@echo "make test-faults     the whole fault matrix (no GPU needed; minutes)"
+	@echo "make test-nccl-matrix  the programs against the oldest and newest NCCL wheels (downloads them with NCCL_MATRIX_DOWNLOAD=1)"
 	@echo "make test-without-mpi  the suite with Open MPI hidden from PATH (MPI cases skipped)"
 	@echo "make test-under-load the suite beside a CPU hog of twice the cores (minutes more)"
 	@echo "make test-slurm      the programs under a Slurm cluster of its own (as root; Slurm and munge installed)"

@@ -11,7 +11,8 @@
 # Cases: nccl-matrix/2.27.7/... and nccl-matrix/2.32.3/... (one family per
 # wheel version), allreduce_lsa among them (nvcc, or make's refusal).
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
-# Lane: third (tests/run_tests.sh runs the lanes of a whole run at once)
+# Lane: own (`make test-nccl-matrix`, which .ci/run runs: a matrix of
+# downloads and builds, kept out of `make test`'s five minutes)
 
 WHEELS=${NCCL_WHEELS:-$HOME/.cache/nccl-wheels}
 for v in ${NCCL_MATRIX:-2.27.7 2.32.3}; do
