@@ -125,8 +125,6 @@ ncclResult_t ncclDevCommCreate(ncclComm_t comm,
                                ncclDevComm_t *out)
 {
   const char *call = "ncclDevCommCreate";
-  if (injected_failure(call))
-    return ncclUnhandledCudaError;
   if (comm == NULL || reqs == NULL || out == NULL)
     return ncclInvalidArgument;
   ncclResult_t res = check_head(

@@ -209,6 +209,23 @@ static void fiber_main(void)
   f->state = FIBER_DONE;
 } /* returns to the scheduler (uc_link) */
 
+/* GPU thread t of CTA c, ready to start (its own function: getcontext
+ * returns twice, as setjmp does, so no caller's locals live across it). */
+static __attribute__((noinline)) fiber *new_fiber(grid_run *g, cta *c,
+                                                   unsigned t)
+{
+  fiber *f = &c->threads[t];
+  const dim3 b = g->k->block;
+  f->cta = c;
+  f->idx = (uint3){t % b.x, t / b.x % b.y, t / (b.x * b.y)};
+  getcontext(&f->context);
+  f->context.uc_stack.ss_sp = c->stacks + (size_t)t * STACK_BYTES;
+  f->context.uc_stack.ss_size = STACK_BYTES;
+  f->context.uc_link = &g->scheduler;
+  makecontext(&f->context, fiber_main, 0);
+  return f;
+}
+
 static void admit(grid_run *g)
 {
   const long slots = env_long("SIM_CTA_SLOTS", 132);
@@ -224,18 +241,8 @@ static void admit(grid_run *g)
       fprintf(stderr, "ncclsim: out of memory for the threads of a CTA\n");
       _exit(SIM_EXIT_VIOLATION);
     }
-    const dim3 b = g->k->block;
-    for (unsigned t = 0; t < g->nthreads; t++) {
-      fiber *f = &c->threads[t];
-      f->cta = c;
-      f->idx = (uint3){t % b.x, t / b.x % b.y, t / (b.x * b.y)};
-      getcontext(&f->context);
-      f->context.uc_stack.ss_sp = c->stacks + (size_t)t * STACK_BYTES;
-      f->context.uc_stack.ss_size = STACK_BYTES;
-      f->context.uc_link = &g->scheduler;
-      makecontext(&f->context, fiber_main, 0);
-      g->ready[g->nready++] = f;
-    }
+    for (unsigned t = 0; t < g->nthreads; t++)
+      g->ready[g->nready++] = new_fiber(g, c, t);
     g->resident++;
   }
 }

@@ -117,7 +117,6 @@ static const char *const injectable[] = {
     "ncclMemFree",
     "ncclCommWindowRegister",
     "ncclCommWindowDeregister",
-    "ncclDevCommCreate",
     "ncclAllReduce",
     "ncclAllGather",
     "ncclCommFinalize",

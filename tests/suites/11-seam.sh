@@ -127,7 +127,11 @@ fi
 # past it is a decision, taken by raising it here and saying why. Raised
 # to 2100 for one GPU per task: MPI processes that each see their own GPU
 # as device 0 compare the GPUs' UUIDs (transport_gpu_load), about 90 lines.
-COMMON_LINES=2100
+# Raised to 2200 for the device API lesson (03_allreduce_lsa): its checks
+# (the loaded NCCL against its headers, device API support and one LSA
+# team), its kernel's descriptor for the instruments and C++ linkage of
+# example.h, about 70 lines.
+COMMON_LINES=2200
 if begin seam/common-line-budget; then
   run true
   lines=$(tracked_files common | grep -E '\.[ch]$' | (cd "$ROOT" && xargs cat) | wc -l)

@@ -3,7 +3,8 @@
 # refusal, the rules of its barriers, and tools/simulate.sh.
 # Cases: lsa/lsa-pthread/allreduce_lsa-N and lsa/lsa-mpi/allreduce_lsa-N
 # (threads, MPI), lsa/refuse/... (what the lesson refuses, in one line),
-# lsa/rules/... (a broken kernel named by the simulation), lsa/simulate/...
+# lsa/rules/... (a broken kernel named by the simulation), lsa/simulate/...,
+# lsa/bench/... (--bench, mode lsa)
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
 # Lane: second (tests/run_tests.sh runs the lanes of a whole run at once)
 
@@ -118,3 +119,15 @@ for n in 1 2 4 8; do
     end
   done
 done
+
+# --bench: the lesson's kernel (mode lsa) beside ncclAllReduce, verified,
+# and labelled as the simulation's.
+if lsa_case lsa/bench/lsa-pthread-2; then
+  SIM_DIR=$TMPDIR NTHREADS=2 SIM_DEVICES=2 run "$B/lsa-pthread/allreduce_lsa" --bench -b 4K -e 4K -w 1 -i 2 -r 1
+  want_status 0
+  want_out "# modes: lsa = the lesson's kernel on symmetric windows; sym = ncclAllReduce on symmetric windows"
+  want_out "# rank 0's GPU: NVIDIA H200 (simulated)"
+  want_out "Benchmark results verified correctly"
+  no_violation
+  end
+fi
