@@ -46,8 +46,9 @@ int all_ranks_require_headers(const rank_ctx *ctx, int headers_code)
     char have[32], built[32];
     format_nccl_version(code, have, sizeof have);
     format_nccl_version(headers_code, built, sizeof built);
-    /* NCCL >= 2.30 answers such a program's first device API call with
-     * ncclInvalidUsage ("NCCL library is too old", src/dev_runtime.cc). */
+    /* NCCL (2.29.2 to 2.30.7 at least) answers such a program's first
+     * device API call with ncclInvalidUsage ("NCCL library ... is too
+     * old", src/dev_runtime.cc). */
     print_error("the loaded NCCL %s is older than the nccl.h %s this program"
                 " was built with, and NCCL's device API refuses that: run"
                 " with NCCL %s or newer, or build against the NCCL you run"

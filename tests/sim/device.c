@@ -7,9 +7,11 @@
  * release notes have it: ncclCommQueryProperties and a requirements
  * struct that must come from its initializer are new in 2.29.2 (a struct
  * made otherwise is refused with ncclInvalidUsage); nLsaTeams is filled in
- * for a struct of a version after 2.29.3; from 2.30 a struct (or program)
- * of a version newer than the library is refused ("NCCL library is too
- * old"); ncclDevCommCreate without symmetric support is refused.
+ * for a struct of a version after 2.29.3; a struct (or program) of a
+ * version newer than the library is refused ("NCCL library version is too
+ * old" with version codes in 2.29, "NCCL library is too old" with dotted
+ * versions from 2.30; src/dev_runtime.cc at v2.29.2-1 and v2.30.7-1);
+ * ncclDevCommCreate without symmetric support is refused.
  * deviceApiSupport is symmetric support; the LSA team is every rank of the
  * communicator, or, where every rank is alone on its node (NCCL_HOSTID),
  * each rank alone (nLsaTeams = ranks); other layouts are not modelled.
@@ -78,7 +80,11 @@ static ncclResult_t check_head(const char *call, const char *type,
   if (magic != NCCL_API_MAGIC)
     return refuse(call, "%s argument must be initialized via %s", type,
                   initializer);
-  if (lib >= NCCL_VERSION(2, 30, 0) && version > (unsigned)lib) {
+  if (version > (unsigned)lib && lib < NCCL_VERSION(2, 30, 0))
+    return refuse(call, "NCCL library version is too old. This application"
+                        " was compiled with NCCL version %u, but is running"
+                        " with NCCL library version %d.", version, lib);
+  if (version > (unsigned)lib) {
     char built[16];
     version_text((int)version, built, sizeof built);
     version_text(lib, have, sizeof have);

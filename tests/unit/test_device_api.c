@@ -2,8 +2,8 @@
  * The simulation's device API, per simulated NCCL version, as NCCL's
  * src/dev_runtime.cc (2.29.2 to 2.30.7) has it: a struct not made with its
  * initializer is refused from 2.29.2 on; nLsaTeams is written only for a
- * struct of a version after 2.29.3; from 2.30, a struct of a version newer
- * than the library is refused ("NCCL library is too old"), and not before;
+ * struct of a version after 2.29.3; a struct of a version newer than the
+ * library is refused (2.29.2 and 2.30.7 alike, in other words);
  * ncclDevCommCreate without symmetric support is refused. One rank, one
  * thread, linked against the simulation alone; the values written before
  * each call tell "not written" from a written 0.
@@ -61,7 +61,8 @@ int main(void)
   EXPECT(query(comm, 22902, NCCL_API_MAGIC, &p) == ncclSuccess);
   EXPECT(p.deviceApiSupport && p.nRanks == 1);
   EXPECT(p.nLsaTeams == UNWRITTEN); /* 2.29.2's struct has no nLsaTeams */
-  EXPECT(query(comm, 23203, NCCL_API_MAGIC, &p) == ncclSuccess); /* 2.29: no version refusal */
+  EXPECT(query(comm, 23203, NCCL_API_MAGIC, &p) == ncclInvalidUsage); /* too old */
+  EXPECT(query(comm, 22901, NCCL_API_MAGIC, &p) == ncclSuccess); /* older: fine */
 
   setenv("SIM_NCCL_VERSION", "23007", 1);
   EXPECT(query(comm, 23203, NCCL_API_MAGIC, &p) == ncclInvalidUsage); /* too old */
