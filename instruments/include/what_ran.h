@@ -110,6 +110,6 @@ void what_ran_format(const char *collective, int want, int nranks,
  * (rank 0, from every rank's facts), or "no known cause found". */
 void what_ran_add_ranks(char *buf, size_t size, const int *in, int n);
 void what_ran_causes(char *buf, size_t size, int n, const rank_facts *facts,
-                     int want_ce);
+                     int want);
 
 #endif

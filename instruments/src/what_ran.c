@@ -45,7 +45,7 @@ static void own_kernel_lines(char *out, size_t size, int n,
     what_ran_add_ranks(out, size, in, n);
     text_add(out, size, " (NCCL gives the device API where it gives"
                         " symmetric windows: ");
-    what_ran_causes(out, size, n, facts, 0);
+    what_ran_causes(out, size, n, facts, WANT_OWN_KERNEL);
     text_add(out, size, ")\n");
   } else {
     for (int r = 0; r < n; r++) {

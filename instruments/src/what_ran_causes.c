@@ -195,10 +195,13 @@ static void cause_hosts(causes *c, int n, const rank_facts *facts, int nccl,
 }
 
 void what_ran_causes(char *buf, size_t size, int n, const rank_facts *facts,
-                     int want_ce)
+                     int want)
 {
   causes c = {.buf = buf, .size = size, .start = strlen(buf)};
-  if (n == 1) {
+  const int want_ce = want == WANT_COPY_ENGINES;
+  /* One rank has symmetric support, and so the device API (2.30.7): its
+   * lesson's causes are the others. */
+  if (n == 1 && want != WANT_OWN_KERNEL) {
     text_add(buf, size,
              "one rank: NCCL copies locally and never uses symmetric kernels or"
              " the copy engines; run 2 or more ranks");

@@ -12,9 +12,9 @@
  * old" with version codes in 2.29, "NCCL library is too old" with dotted
  * versions from 2.30; src/dev_runtime.cc at v2.29.2-1 and v2.30.7-1);
  * ncclDevCommCreate without symmetric support is refused.
- * deviceApiSupport is symmetric support; the LSA team is every rank of the
- * communicator, or, where every rank is alone on its node (NCCL_HOSTID),
- * each rank alone (nLsaTeams = ranks); other layouts are not modelled.
+ * deviceApiSupport is symmetric support (none for ranks on several hosts,
+ * windows.c); the LSA team is every rank of the communicator, or groups of
+ * SIM_LSA_TEAM_SIZE ranks (nLsaTeams = ranks / that).
  * Every device communicator is destroyed before its communicator is torn
  * down (rule destroy-device-communicator: NCCL would leave its resources,
  * a window among them). */
@@ -95,9 +95,15 @@ static ncclResult_t check_head(const char *call, const char *type,
   return ncclSuccess;
 }
 
-int lsa_alone(const struct ncclComm *comm)
+int lsa_team_size(const struct ncclComm *comm)
 {
-  return comm->alone_on_nodes && comm->nranks > 1;
+  long k = env_long("SIM_LSA_TEAM_SIZE", comm->nranks);
+  if (k < 1 || k > comm->nranks || comm->nranks % k != 0) {
+    fprintf(stderr, "ncclsim: SIM_LSA_TEAM_SIZE=%ld: use a divisor of the"
+                    " %d ranks\n", k, comm->nranks);
+    _exit(SIM_EXIT_VIOLATION);
+  }
+  return (int)k;
 }
 
 ncclResult_t ncclCommQueryProperties(ncclComm_t comm,
@@ -121,7 +127,7 @@ ncclResult_t ncclCommQueryProperties(ncclComm_t comm,
     props->hostRmaSupport = false;
     props->ginType = NCCL_GIN_TYPE_NONE;
     props->railedGinType = NCCL_GIN_TYPE_NONE;
-    props->nLsaTeams = lsa_alone(comm) ? comm->nranks : 1;
+    props->nLsaTeams = comm->nranks / lsa_team_size(comm);
   }
   return ncclSuccess;
 }
@@ -145,9 +151,9 @@ ncclResult_t ncclDevCommCreate(ncclComm_t comm,
   if (d == NULL)
     return ncclSystemError;
   *d = (sim_devcomm){.magic = DEVCOMM_MAGIC, .comm = comm, .nbarriers = n,
-                     .lsa_rank = lsa_alone(comm) ? 0 : comm->rank,
-                     .lsa_size = lsa_alone(comm) ? 1 : comm->nranks,
-                     .first = lsa_alone(comm) ? comm->rank : 0};
+                     .lsa_rank = comm->rank % lsa_team_size(comm),
+                     .lsa_size = lsa_team_size(comm),
+                     .first = comm->rank - comm->rank % lsa_team_size(comm)};
   /* Collective: rank 0 makes the barriers' file, then every rank maps it. */
   char path[PATH_LEN + 64];
   snprintf(path, sizeof path, "%s/lsa-barriers-%lu", comm->dir, comm->seq[LANE_HOST]);

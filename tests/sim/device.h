@@ -2,7 +2,10 @@
  * API (included by sim.h): kernels.c launches, fibers.c runs every GPU
  * thread, device.c is the device API's host side, lsa.c its device side
  * (LSA barriers, ncclGetLsaPointer, the rules) and the windows' mappings
- * across processes. */
+ * across processes. Settings: SIM_SEED=S the schedule of every kernel's
+ * threads (default: drawn per launch, and named in every rule message);
+ * SIM_CTA_SLOTS=N resident CTAs per kernel (default 132, an H100's or
+ * H200's SMs); SIM_LSA_TEAM_SIZE=K LSA teams of K ranks (default: all). */
 #ifndef NCCLSIM_DEVICE_INTERNAL_H
 #define NCCLSIM_DEVICE_INTERNAL_H
 
@@ -77,7 +80,9 @@ typedef struct sim_devcomm {
  * naming the call, and ends the process (exit 70). Not a rule. */
 _Noreturn void sim_failure(const char *call, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-/* The rank's LSA team is itself alone (device.c; see there). */
-int lsa_alone(const struct ncclComm *comm);
+/* The ranks of an LSA team: every rank of the communicator, or, with
+ * SIM_LSA_TEAM_SIZE=K, consecutive groups of K (a layout the simulation
+ * offers so that a program's refusal of several teams can be seen). */
+int lsa_team_size(const struct ncclComm *comm);
 
 #endif

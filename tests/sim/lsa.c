@@ -134,8 +134,7 @@ void *ncclsim_lsa_pointer(ncclWindow_t window, size_t offset, int peer)
   if (w == NULL || w->magic != WINDOW_MAGIC || w->local_only || !w->peers)
     violation(NULL, "lsa-pointer", current_place(place, sizeof place),
               "%p is not a registered symmetric window", (void *)window);
-  const int alone = lsa_alone(w->comm);
-  const int size = alone ? 1 : w->comm->nranks;
+  const int size = lsa_team_size(w->comm);
   if (peer < 0 || peer >= size)
     violation(w->comm, "lsa-pointer", current_place(place, sizeof place),
               "peer %d: the LSA team has ranks 0 to %d", peer, size - 1);
@@ -143,7 +142,7 @@ void *ncclsim_lsa_pointer(ncclWindow_t window, size_t offset, int peer)
     violation(w->comm, "lsa-pointer", current_place(place, sizeof place),
               "offset %zu is past the end of the %zu-byte window", offset,
               w->size);
-  const int rank = alone ? w->comm->rank : peer;
+  const int rank = w->comm->rank - w->comm->rank % size + peer;
   if (rank != w->comm->rank) {
     if (!v->acquired)
       violation(w->comm, "lsa-acquire-barrier",

@@ -45,8 +45,8 @@
  *   SIM_WRONG_RESULT=R[:I]  rank R's collective result is wrong at index I
  *   SIM_TIMEOUT_MS=T     how long a rank waits for its peers (default 10000)
  *   SIM_DRIVER_VERSION=V what cudaDriverGetVersion reports (default 13000)
- *   SIM_L2_BYTES=N       the L2 cache size cudaDeviceGetAttribute reports
- *                        (default 50 MiB)
+ *   SIM_L2_BYTES=N       the L2 size cudaDeviceGetAttribute reports (50 MiB)
+ *   SIM_SEED, SIM_CTA_SLOTS, SIM_LSA_TEAM_SIZE: kernels, device API (device.h)
  *   SIM_NO_P2P=1         no GPU pair has CUDA P2P access
  *   SIM_REPLAYS_DO_NOTHING=1  cudaGraphLaunch succeeds and runs nothing
  *   SIM_CUPTI_FAIL=CALL:R[,...]  that CUPTI call fails on rank R (cupti.c)
@@ -124,7 +124,7 @@ struct ncclComm {
    * all ranks make, and the collectives as their queued work runs. */
   unsigned long seq[2];
   int cta_policy;
-  int alone_on_nodes; /* every rank on a host of its own (NCCL_HOSTID) */
+  int alone_on_nodes, hosts; /* every rank alone on its host; hosts > 1 */
   int ce_ready; /* NCCL's copy-engine sync window is registered */
 };
 

@@ -84,6 +84,13 @@ int symmetric_support(const struct ncclComm *comm)
   if ((win && *win && strtoll(win, NULL, 0) == 0) ||
       (cumem && *cumem && strtoll(cumem, NULL, 0) == 0))
     return 0;
+  /* Ranks on several hosts (NCCL_HOSTID): no symmetric support on 2.30.7
+   * (docs/checks/h200-2026-12-03-hermetic.txt: NULL windows with 2 and 4
+   * ranks on 2 and 4 emulated hosts; deviceApiSupport 0 on an H100,
+   * docs/checks/h100-2026-12-06-lsa.txt), nor, the simulation assumes,
+   * on any other version. */
+  if (comm->hosts)
+    return 0;
   return !(comm->alone_on_nodes &&
            simulated_version() < NCCL_VERSION(2, 28, 7));
 }

@@ -1,21 +1,25 @@
-# The programs against the oldest nvidia-nccl-cu13 wheel on PyPI (2.27.7)
-# and the newest there when the matrix was set (2.32.3 on 2026-12-02;
-# `pip index versions` listed 2.32.6 on 2026-12-03): built in both modes through NCCL_HOME in the
-# wheel's layout, run up to the GPU check, and the unit tests that need
-# only the library (its version, a real ncclGetUniqueId).
+# The programs against the oldest nvidia-nccl-cu13 wheel on PyPI (2.27.7),
+# the oldest the device API lesson builds against (2.30.7), and the newest
+# there when the matrix was set (2.32.3 on 2026-12-02; `pip index
+# versions` listed 2.32.6 on 2026-12-03): built through NCCL_HOME in the
+# wheel's layout (both modes against the newest, threads against the
+# others), run up to the GPU check, and the unit tests that need only the
+# library (its version, a real ncclGetUniqueId).
 #
 # Wheels (about 200 MB each) are kept in NCCL_WHEELS (default
 # ~/.cache/nccl-wheels); a missing one is downloaded with pip when
 # NCCL_MATRIX_DOWNLOAD=1 (.ci/run sets it), else its cases are skipped.
-# NCCL_MATRIX="2.27.7 2.32.3" picks the versions.
-# Cases: nccl-matrix/2.27.7/... and nccl-matrix/2.32.3/... (one family per
-# wheel version), allreduce_lsa among them (nvcc, or make's refusal).
+# NCCL_MATRIX="2.27.7 2.30.7 2.32.3" picks the versions (oldest first,
+# newest last).
+# Cases: nccl-matrix/2.27.7/..., nccl-matrix/2.30.7/... and
+# nccl-matrix/2.32.3/... (one family per wheel version), allreduce_lsa
+# among them (nvcc and CMake, or make's refusal).
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
 # Lane: own (`make test-nccl-matrix`, which .ci/run runs: a matrix of
 # downloads and builds, kept out of `make test`'s five minutes)
 
 WHEELS=${NCCL_WHEELS:-$HOME/.cache/nccl-wheels}
-for v in ${NCCL_MATRIX:-2.27.7 2.32.3}; do
+for v in ${NCCL_MATRIX:-2.27.7 2.30.7 2.32.3}; do
   code=$(echo "$v" | awk -F. '{ printf "%d%02d%02d", $1, $2, $3 }')
   m=$B/nccl-matrix/$v
   whl=$(ls "$WHEELS"/nvidia_nccl_cu13-"$v"-*.whl 2>/dev/null | head -n 1)
@@ -33,11 +37,11 @@ for v in ${NCCL_MATRIX:-2.27.7 2.32.3}; do
       reason="cannot unpack $whl"
   fi
   home=$m/nvidia/nccl
-  # Both modes against the newest; the oldest in threads mode only (the
+  # Both modes against the newest; the others in threads mode only (the
   # MPI build adds no code that depends on NCCL's version).
-  matrix=${NCCL_MATRIX:-2.27.7 2.32.3}
+  matrix=${NCCL_MATRIX:-2.27.7 2.30.7 2.32.3}
   modes="0 1"
-  [ "$v" = "${matrix%% *}" ] && [ "$matrix" != "$v" ] && modes=0
+  [ "$v" != "${matrix##* }" ] && modes=0
   for mode in $modes; do
     for p in $PROGRAMS; do
       c="nccl-matrix/$v/build-$p-MPI=$mode"

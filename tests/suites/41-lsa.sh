@@ -43,14 +43,15 @@ fi
 # What the lesson refuses, each in one line per rank and exit 1, with
 # nothing of the kernel run. The version refusals are the driver's
 # (common/src/requirements.c), before the lesson starts.
-refusal() { # NAME ERROR-LINE VAR=VALUE: 2 ranks as threads
-  local c=$1 line=$2 setting=$3
+refusal() { # NAME ERROR-LINE VAR=VALUE [WHAT-RAN-LINE]: 2 ranks as threads
+  local c=$1 line=$2 setting=$3 cause=${4:-}
   lsa_case "lsa/refuse/$c" || return
   export "${setting?}"
   SIM_DIR="$TMPDIR" NTHREADS=2 SIM_DEVICES=2 run "$B/lsa-pthread/allreduce_lsa" -n 64
   unset "${setting%%=*}"
   want_status 1
   [ "$(grep -cF -- "$line" "$f.err")" = 2 ] || why+="stderr lacks '$line' once per rank; "
+  [ -n "$cause" ] && [ -n "$LSA_MEASURED" ] && want_out "$cause"
   no_out "Starting AllReduce with"
   no_violation
   end
@@ -60,18 +61,21 @@ refusal nccl-2.28.9 "NCCL 2.28.9 is too old for the device API (ncclDevCommCreat
 refusal library-older-than-headers "the loaded NCCL 2.30.7 is older than the nccl.h $LSA_WHEEL_VERSION this program was built with, and NCCL's device API refuses that" \
   SIM_NCCL_VERSION=23007
 refusal no-device-api "this communicator has no device API support (deviceApiSupport 0: docs/troubleshooting.md says when)" \
-  NCCL_WIN_ENABLE=0
-c=lsa/refuse/two-lsa-teams
-if lsa_case $c; then # ranks on nodes of their own (NCCL_HOSTID per process)
+  NCCL_WIN_ENABLE=0 "Why not the lesson's kernel: deviceApiSupport 0 on ranks 0-1 (NCCL gives the device API where it gives symmetric windows: NCCL_WIN_ENABLE=0 is set"
+c=lsa/refuse/ranks-on-two-hosts
+if mpi_cases $c && lsa_case $c; then # NCCL_HOSTID per process: deviceApiSupport 0, as 2.30.7 said on a GPU
   SIM_DIR=$TMPDIR SIM_DEVICES=2 run "${MPIRUN[@]}" -np 2 sh -c 'NCCL_HOSTID=node$OMPI_COMM_WORLD_RANK exec "$0" -n 64' "$B/lsa-mpi/allreduce_lsa"
   want_failure
-  [ "$(grep -cF "this communicator has 2 LSA teams, and this kernel needs one" "$f.err")" = 2 ] ||
-    why+="stderr lacks the LSA teams' line once per rank; "
-  [ -n "$LSA_MEASURED" ] && want_out "Why not the lesson's kernel: 2 LSA teams on ranks 0-1: ranks on different nodes"
+  [ "$(grep -cF "this communicator has no device API support" "$f.err")" = 2 ] ||
+    why+="stderr lacks the device API's line once per rank; "
+  [ -n "$LSA_MEASURED" ] && want_out "Why not the lesson's kernel: deviceApiSupport 0 on ranks 0-1 (NCCL gives the device API where it gives symmetric windows: the ranks are on 2 hosts (by NCCL_HOSTID)"
   no_out "Starting AllReduce with"
   no_violation
   end
 fi
+# Several LSA teams with device API support: a layout no recorded run had,
+# which the simulation gives with SIM_LSA_TEAM_SIZE.
+refusal two-lsa-teams "this communicator has 2 LSA teams, and this kernel needs one" SIM_LSA_TEAM_SIZE=1
 
 # A broken kernel, named by the simulation's rules (exit 70), whatever the
 # schedule: each edit is made to a copy of the lesson, built as the
