@@ -123,15 +123,12 @@ static ncclResult_t init_rank(ncclComm_t *out, int nranks, ncclUniqueId id,
   const int gpu = machine_device(c->device);
   exchange(c, LANE_HOST, "ncclCommInitRank", (size_t)nranks, gpu, host,
            sizeof host);
-  c->alone_on_nodes = 1;
-  c->hosts = 0;
+  c->alone_on_nodes = 1, c->hosts = 0; /* hosts: another host than this one */
   for (int r = 0; r < nranks; r++) {
     msg_header peer;
     fetch(c, LANE_HOST, r, &peer, peer_host, sizeof peer_host);
-    if (r != rank && strcmp(peer_host, host) == 0)
-      c->alone_on_nodes = 0;
-    if (strcmp(peer_host, host) != 0)
-      c->hosts = 1; /* another host than this rank's */
+    c->alone_on_nodes &= !(r != rank && strcmp(peer_host, host) == 0);
+    c->hosts |= strcmp(peer_host, host) != 0;
     if (peer.size != (size_t)nranks)
       violation(
           c, "collective-calls", call,
