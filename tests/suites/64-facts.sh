@@ -3,7 +3,7 @@
 # ranks), compared fact by fact (tests/oracles/facts_check.py); the known
 # differences are in tests/oracles/facts_exceptions.txt, each with its reason.
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
-# Lane: second (tests/run_tests.sh runs the lanes of a whole run at once)
+# Lane: first (tests/run_tests.sh runs the lanes of a whole run at once)
 
 for record in "$ROOT"/docs/facts/nccl-*.tsv; do
   b=$(basename "$record" .tsv)        # nccl-2.30.7-2ranks, nccl-2.30.7-2ranks-h100
