@@ -45,6 +45,17 @@ _Noreturn void sim_failure(const char *call, const char *fmt, ...)
   _exit(SIM_EXIT_VIOLATION);
 }
 
+void *map_file(const char *path, size_t bytes)
+{
+  int fd = open(path, O_RDWR);
+  void *p = fd < 0 ? MAP_FAILED
+                   : mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                          0);
+  if (fd >= 0)
+    close(fd);
+  return p;
+}
+
 /* What a refused call says, as NCCL's WARN does. */
 static ncclResult_t refuse(const char *call, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -173,12 +184,7 @@ ncclResult_t ncclDevCommCreate(ncclComm_t comm,
                 "rank %d asked for %zu LSA barriers, this rank %d; every rank"
                 " must ask for the same", r, peer.size, n);
   }
-  int fd = open(path, O_RDWR);
-  void *slots = fd < 0 ? MAP_FAILED
-                       : mmap(NULL, d->slots_bytes, PROT_READ | PROT_WRITE,
-                              MAP_SHARED, fd, 0);
-  if (fd >= 0)
-    close(fd);
+  void *slots = map_file(path, d->slots_bytes);
   finish_exchange(comm, LANE_HOST);
   d->epochs = calloc((size_t)(n ? n : 1), sizeof *d->epochs);
   if (slots == MAP_FAILED || d->epochs == NULL)

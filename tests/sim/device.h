@@ -76,6 +76,9 @@ typedef struct sim_devcomm {
   unsigned long long *epochs; /* this rank's, per barrier */
 } sim_devcomm;
 
+/* The first `bytes` of the file at path (a barriers' file, a peer's
+ * memfd), mapped shared for reading and writing; MAP_FAILED if not. */
+void *map_file(const char *path, size_t bytes);
 /* The simulation itself failed (a file, a mapping, memory): says so,
  * naming the call, and ends the process (exit 70). Not a rule. */
 _Noreturn void sim_failure(const char *call, const char *fmt, ...)

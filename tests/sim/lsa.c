@@ -20,7 +20,6 @@
 
 #include "ncclsim_device.h"
 
-#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -206,12 +205,7 @@ void lsa_map_peers(struct ncclWindow_vidmem *w, const lsa_share *all)
     }
     char path[64];
     snprintf(path, sizeof path, "/proc/%ld/fd/%d", s->pid, s->fd);
-    int fd = open(path, O_RDWR);
-    void *p = fd < 0 ? MAP_FAILED
-                     : mmap(NULL, s->mapped, PROT_READ | PROT_WRITE,
-                            MAP_SHARED, fd, 0);
-    if (fd >= 0)
-      close(fd);
+    void *p = map_file(path, s->mapped);
     if (p == MAP_FAILED)
       sim_failure("ncclCommWindowRegister",
                 "cannot map rank %d's window through %s", r, path);
