@@ -151,8 +151,11 @@ fault_cell_run() {
   # its first output kept as $f.before-injection.err. Twice is a failure.
   # The second run's --timeout is 4 times longer: a machine slow enough to
   # outlast the short one before the injection is slow at every call.
+  # The same when the injection came but another rank's call, merely slow,
+  # outlasted the short --timeout first (the job ended naming that rank).
   CELL_TIMEOUT=$FAULT_TIMEOUT
-  if [ $makes = 1 ] && [ "$status" = 3 ] && ! grep -q "^ncclsim: injected" "$f.err"; then
+  if [ $makes = 1 ] && [ "$status" = 3 ] && { ! grep -q "^ncclsim: injected" "$f.err" ||
+    { [ "$action" = hangs ] && ! grep -q "rank $r's call has not returned after" "$f.err"; }; }; then
     cp "$f.err" "$f.before-injection.err"
     if [ "$action" = hangs ]; then
       CELL_TIMEOUT=$((FAULT_TIMEOUT * 4))
