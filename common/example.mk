@@ -106,11 +106,20 @@ endif
 test: $(BIN)
 	$(RUN_EXAMPLE)
 
+# Lazy binding (-z lazy): NCCL's functions are looked up at their first
+# call. A loaded NCCL older than a function the lesson calls
+# (ncclCommQueryProperties is in 2.29.2 and later) is then refused by the
+# program's version check, in one line on every rank, instead of by the
+# dynamic loader at start ("symbol lookup error"), as Ubuntu's gcc, which
+# binds everything at start by default (-z now), would have it. Your own
+# LDFLAGS come after it and win.
+LAZY_LDFLAGS := -Wl,-z,lazy
+
 # Object files and archives named in RUNTIME_LIBS (the tests' simulation)
 # relink the program when they change.
 $(BIN): $(OBJS) $(BUILD_DIR)/config $(wildcard $(filter %.o %.a,$(RUNTIME_LIBS)))
 	@echo "  LD      $@ ($(MODE))"
-	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(OBJS) $(RUNTIME_LIBS) $(MODE_LIBS) $(MAIN_LIBS) -pthread -lm
+	$(Q)$(CC) $(CFLAGS) $(LAZY_LDFLAGS) $(LDFLAGS) -o $@ $(OBJS) $(RUNTIME_LIBS) $(MODE_LIBS) $(MAIN_LIBS) -pthread -lm
 
 ifeq ($(MAIN),main.cu)
 # A lesson with its own kernel (main.cu) is compiled by nvcc for the GPU

@@ -17,7 +17,7 @@ LOG=$B/no-cuda-logs
 TIMEOUT=${TEST_TIMEOUT:-240}
 FILTER=${TEST_FILTER:-}
 LIST=${TEST_LIST:-}
-NCCL_WHEEL_VERSION=2.32.3 # the newest of the NCCL matrix (tests/suites/15-nccl-matrix.sh)
+NCCL_WHEEL_VERSION=2.32.6 # the newest of the NCCL matrix (tests/suites/15-nccl-matrix.sh)
 . tests/lib/tap.sh
 # Both programs at 1, 2 and 8 ranks, as threads and as MPI processes.
 CASES=""

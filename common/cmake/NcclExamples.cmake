@@ -73,6 +73,9 @@ function(nccl_example target)
     endif()
   endif()
   target_link_libraries(${target} PRIVATE Threads::Threads m ${CMAKE_DL_LIBS} rt)
+  # Lazy binding, as common/example.mk says why: an NCCL too old for a
+  # function is refused in one line by the program, not by the loader.
+  target_link_options(${target} PRIVATE "LINKER:-z,lazy")
   get_target_property(sources ${target} SOURCES)
   if(sources MATCHES "\\.cu")
     target_link_libraries(${target} PRIVATE stdc++)

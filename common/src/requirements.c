@@ -1,5 +1,6 @@
 #include "requirements.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,12 +135,29 @@ long long nccl_int_variable(const char *name, long long unset)
   return errno != 0 ? unset : value;
 }
 
+/* Does strtoll read `text` differently by C library? "0b1" is 0 before
+ * glibc 2.38 and 1 from 2.38 in C23 or GNU mode (binary constants), which
+ * an NCCL built there uses (NCCL 2.30.7 built on Ubuntu 24.04 imports
+ * __isoc23_strtoll). */
+static int binary_prefixed(const char *text)
+{
+  while (isspace((unsigned char)*text))
+    text++;
+  if (*text == '+' || *text == '-')
+    text++;
+  return text[0] == '0' && (text[1] == 'b' || text[1] == 'B') &&
+         (text[2] == '0' || text[2] == '1');
+}
+
 /* NCCL_MULTI_RANK_GPU_ENABLE as NCCL reads it (nccl_int_variable): 1 (on),
  * 0 (off or unset), or -1: NCCL reads it as 0, but the text is not a
- * plain number ("yes"): most likely a mistake, said rather than ignored. */
+ * plain number ("yes"): most likely a mistake, said rather than ignored;
+ * -2: NCCL reads it as 0 or 1 by the C library it was built on ("0b1"). */
 static int multi_rank_gpu_requested(const char **text)
 {
   *text = getenv("NCCL_MULTI_RANK_GPU_ENABLE");
+  if (*text != NULL && binary_prefixed(*text))
+    return -2;
   long long value = nccl_int_variable("NCCL_MULTI_RANK_GPU_ENABLE", 0);
   if (value != 0)
     return 1;
@@ -160,6 +178,16 @@ enum gpu_sharing decide_gpu_sharing(int ranks, int ngpus, int per_gpu,
   int asked = multi_rank_gpu_requested(&text);
   if (asked == 0)
     return GPU_TOO_FEW;
+  if (asked == -2) {
+    if (say)
+      print_error("invalid NCCL_MULTI_RANK_GPU_ENABLE='%s': NCCL reads it"
+                  " with strtoll, which makes it 0 (off) with a C library"
+                  " before glibc 2.38 and a binary 1 (on) where NCCL was"
+                  " built against glibc 2.38 or later; use 1 to let %d ranks"
+                  " share %d GPU(s), or unset it\n",
+                  text, ranks, ngpus);
+    return GPU_SHARING_BAD;
+  }
   if (asked < 0) {
     if (say)
       print_error("invalid NCCL_MULTI_RANK_GPU_ENABLE='%s': NCCL reads it as"

@@ -7,7 +7,10 @@
 # Kept, because they are how the suite reaches this machine's GPUs and
 # libraries, or are the suite's own controls:
 #   PATH, HOME, LD_LIBRARY_PATH      where the programs, mpirun and libraries are
-#   CUDA_VISIBLE_DEVICES             which GPUs the user lends the suite
+#   CUDA_VISIBLE_DEVICES             which GPUs the user lends the suite:
+#                                    kept as TEST_GPUS for the real GPU
+#                                    cases alone, and cleared (the
+#                                    simulation reads it too)
 #   CUDA_HOME, NCCL_HOME             the toolkit and NCCL to build against
 #   NCCL_NVLS_ENABLE                 set to 0 on shared GPU hosts, to keep
 #                                    NVLink multicast off: never unset it
@@ -36,6 +39,14 @@ own_environment() {
   for v in $(compgen -e); do
     case $v in
       NCCL_HOME | NCCL_NVLS_ENABLE | NCCL_MATRIX | NCCL_MATRIX_DOWNLOAD | NCCL_WHEELS) ;;
+      CUDA_VISIBLE_DEVICES)
+        # The GPUs lent to the suite: its real GPU cases set it from
+        # TEST_GPUS (programs.sh, gpu_run); the simulation reads it too,
+        # so nothing else sees it.
+        export TEST_GPUS=${TEST_GPUS-$CUDA_VISIBLE_DEVICES}
+        unset CUDA_VISIBLE_DEVICES
+        SUITE_CLEARED+="CUDA_VISIBLE_DEVICES(kept as TEST_GPUS) "
+        ;;
       NCCL_* | NTHREADS | CUDA_LAUNCH_BLOCKING | CUDA_DEVICE_MAX_CONNECTIONS | \
         OMPI_COMM_WORLD_* | OMPI_UNIVERSE_SIZE | OMPI_MCA_orte_ess_* | OMPI_MCA_ess_base_* | \
         PMIX_RANK | PMIX_NAMESPACE | PMIX_SERVER_* | PMIX_SYSTEM_* | \
@@ -43,6 +54,8 @@ own_environment() {
         MPIEXEC_* | HYDRA_* | I_MPI_* | MPICH_* | SLURM_* | PBS_* | LSB_* | \
         SIM_* | STALL_RANK | LD_PRELOAD | ASAN_OPTIONS | UBSAN_OPTIONS | TSAN_OPTIONS | LSAN_OPTIONS | \
         CC | CFLAGS | CPPFLAGS | LDFLAGS | MPI | MPI_HOME | MPICC | V | HAVE_CUPTI | HAVE_CUBLAS | \
+        CXX | CXXFLAGS | NVCC | CUDA_ARCH | LEAN | NP | LSA_NCCL_HOME | FACTS_BIN | \
+        GAPS_* | WHATRAN_* | FAIL_RANK | HANG_FINALIZE_RANK | STALL_CALLOC_COUNT | PMI_RANK | \
         RUNTIME_LIBS | MODE_LIBS | BUILD_DIR | BIN | PREFIX | DESTDIR | MAKEFLAGS | MFLAGS | MAKELEVEL)
         unset "$v"
         SUITE_CLEARED+="$v "

@@ -10,7 +10,7 @@ PROGRAMS="allreduce_sm allgather_ce"
 # (tests/suites/15-nccl-matrix.sh keeps the wheels in NCCL_WHEELS; with
 # NCCL_MATRIX_DOWNLOAD=1 a missing one is downloaded here), unpacked once
 # into tests/build. LSA_MISSING says why there is none: the cases skip.
-LSA_WHEEL_VERSION=2.32.3
+LSA_WHEEL_VERSION=2.32.6
 nccl_h_code() { # DIR: NCCL_VERSION_CODE of DIR/include/nccl.h, or 0
   sed -n 's/^#define NCCL_VERSION_CODE \([0-9]*\).*/\1/p' "$1/include/nccl.h" 2>/dev/null | head -n 1 | grep . || echo 0
 }
@@ -106,10 +106,31 @@ tracked_files() {
   fi
 }
 
+# The GPUs the real cases get: every GPU, or those of the caller's
+# CUDA_VISIBLE_DEVICES (kept as TEST_GPUS by environment.sh), counted as
+# CUDA reads the list: up to its first entry that names no GPU.
 NGPUS=0
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
   NGPUS=$(nvidia-smi -L | grep -c '^GPU ')
+  if [ -n "${TEST_GPUS+set}" ]; then
+    all=$NGPUS NGPUS=0
+    for entry in ${TEST_GPUS//,/ }; do
+      if [[ $entry =~ ^[0-9]+$ ]] && [ "$entry" -lt "$all" ]; then :
+      elif [[ $entry == GPU-* ]] && nvidia-smi -L | grep -qF "UUID: $entry"; then :
+      else break
+      fi
+      NGPUS=$((NGPUS + 1))
+    done
+  fi
 fi
+# gpu_run ARGS...: `run` for a real program on the GPUs lent to the suite.
+gpu_run() {
+  if [ -n "${TEST_GPUS+set}" ]; then
+    CUDA_VISIBLE_DEVICES=$TEST_GPUS run "$@"
+  else
+    run "$@"
+  fi
+}
 
 mpi_cases() { # mpi_cases NAME: 0 if MPI cases can run, else reports a skip
   [ $HAVE_MPI = 1 ] && return 0

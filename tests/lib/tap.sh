@@ -130,6 +130,7 @@ want_failure() { # any non-zero status that is not a time-out
 want_out() { grep -qF -- "$1" "$f.out" || why+="stdout lacks '$1'; "; }
 want_err() { grep -qF -- "$1" "$f.err" || why+="stderr lacks '$1'; "; }
 no_out() { ! grep -qF -- "$1" "$f.out" || why+="stdout has '$1'; "; }
+no_err() { ! grep -qF -- "$1" "$f.err" || why+="stderr has '$1'; "; }
 no_violation() {
   ! grep -q "ncclsim: \(LEAK\|RULE VIOLATION\)" "$f.err" ||
     why+="the simulation reported a leak or rule violation; "

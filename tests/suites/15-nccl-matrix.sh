@@ -1,7 +1,7 @@
 # The programs against the oldest nvidia-nccl-cu13 wheel on PyPI (2.27.7),
 # the oldest the device API lesson builds against (2.30.7), and the newest
-# there when the matrix was set (2.32.3 on 2026-12-02; `pip index
-# versions` listed 2.32.6 on 2026-12-03): built through NCCL_HOME in the
+# there when the matrix was set (2.32.6: `pip index versions
+# nvidia-nccl-cu13` on 2026-12-06): built through NCCL_HOME in the
 # wheel's layout (both modes against the newest, threads against the
 # others), run up to the GPU check, and the unit tests that need only the
 # library (its version, a real ncclGetUniqueId).
@@ -9,17 +9,17 @@
 # Wheels (about 200 MB each) are kept in NCCL_WHEELS (default
 # ~/.cache/nccl-wheels); a missing one is downloaded with pip when
 # NCCL_MATRIX_DOWNLOAD=1 (.ci/run sets it), else its cases are skipped.
-# NCCL_MATRIX="2.27.7 2.30.7 2.32.3" picks the versions (oldest first,
+# NCCL_MATRIX="2.27.7 2.30.7 2.32.6" picks the versions (oldest first,
 # newest last).
 # Cases: nccl-matrix/2.27.7/..., nccl-matrix/2.30.7/... and
-# nccl-matrix/2.32.3/... (one family per wheel version), allreduce_lsa
+# nccl-matrix/2.32.6/... (one family per wheel version), allreduce_lsa
 # among them (nvcc and CMake, or make's refusal).
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
 # Lane: own (`make test-nccl-matrix`, which .ci/run runs: a matrix of
 # downloads and builds, kept out of `make test`'s five minutes)
 
 WHEELS=${NCCL_WHEELS:-$HOME/.cache/nccl-wheels}
-for v in ${NCCL_MATRIX:-2.27.7 2.30.7 2.32.3}; do
+for v in ${NCCL_MATRIX:-2.27.7 2.30.7 2.32.6}; do
   code=$(echo "$v" | awk -F. '{ printf "%d%02d%02d", $1, $2, $3 }')
   m=$B/nccl-matrix/$v
   whl=$(ls "$WHEELS"/nvidia_nccl_cu13-"$v"-*.whl 2>/dev/null | head -n 1)
@@ -39,7 +39,7 @@ for v in ${NCCL_MATRIX:-2.27.7 2.30.7 2.32.3}; do
   home=$m/nvidia/nccl
   # Both modes against the newest; the others in threads mode only (the
   # MPI build adds no code that depends on NCCL's version).
-  matrix=${NCCL_MATRIX:-2.27.7 2.30.7 2.32.3}
+  matrix=${NCCL_MATRIX:-2.27.7 2.30.7 2.32.6}
   modes="0 1"
   [ "$v" != "${matrix##* }" ] && modes=0
   for mode in $modes; do
@@ -85,6 +85,30 @@ for v in ${NCCL_MATRIX:-2.27.7 2.30.7 2.32.3}; do
       CUDA_VISIBLE_DEVICES= "$m/allreduce_lsa" >"$f.run" 2>&1
       grep -q "no usable GPU" "$f.run" || why+="did not stop at the GPU check: $(head -n 1 "$f.run"); "
     fi
+    end
+  fi
+  # With the oldest wheel's library loaded, which has no device API
+  # functions (ncclCommQueryProperties, ncclDevCommCreate): the program
+  # starts (lazy binding, common/example.mk) and stops at its own checks
+  # (here the GPU's, before the version's), never with the loader's
+  # "symbol lookup error". The control links with -z now, as Ubuntu's gcc
+  # does by default, and must fail in the loader.
+  oldest=${matrix%% *}
+  old_lib=$B/nccl-matrix/$oldest/nvidia/nccl/lib
+  c="nccl-matrix/$v/allreduce_lsa-starts-with-nccl-$oldest"
+  if [ -n "$reason" ] || [ "$code" -lt 23007 ]; then :
+  elif [ ! -e "$old_lib/libnccl.so.2" ]; then skip "$c" "no NCCL $oldest library in $old_lib (its wheel: NCCL_MATRIX_DOWNLOAD=1)"
+  elif [ ! -x "$m/allreduce_lsa" ]; then skip "$c" "allreduce_lsa was not built against $v (nccl-matrix/$v/build-allreduce_lsa-MPI=0)"
+  elif begin "$c"; then
+    CUDA_VISIBLE_DEVICES= LD_LIBRARY_PATH=$old_lib run "$m/allreduce_lsa"
+    want_status 1
+    want_err "no usable GPU"
+    no_err "symbol lookup error"
+    run make --no-print-directory -s -C 03_allreduce_lsa/c NCCL_HOME="$home" CUDA_ARCH=90 "$QUICK_CFLAGS" \
+      LDFLAGS=-Wl,-z,now BUILD_DIR="$m/obj-allreduce_lsa-now" BIN="$m/allreduce_lsa-now"
+    [ "$status" = 0 ] || why+="the control's build failed; "
+    CUDA_VISIBLE_DEVICES= LD_LIBRARY_PATH=$old_lib "$m/allreduce_lsa-now" >"$f.now" 2>&1
+    grep -q "symbol lookup error" "$f.now" || why+="the control (-z now) did not fail in the loader: $(head -n 1 "$f.now"); "
     end
   fi
   # The same with CMake, where it builds it (>= 2.30.7), from the top.

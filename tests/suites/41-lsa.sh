@@ -70,8 +70,15 @@ refusal() { # NAME ERROR-LINE VAR=VALUE [WHAT-RAN-LINE]: 2 ranks as threads
 }
 refusal nccl-2.28.9 "NCCL 2.28.9 is too old for the device API (ncclDevCommCreate, LSA barriers): needs NCCL >= 2.30.7" \
   SIM_NCCL_VERSION=22809
-refusal library-older-than-headers "the loaded NCCL 2.30.7 is older than the nccl.h $LSA_WHEEL_VERSION this program was built with, and NCCL's device API refuses that" \
-  SIM_NCCL_VERSION=23007
+# The headers the lesson was built with (NCCL_HOME's, or the wheel's):
+# a loaded 2.30.7 is older than them unless they are 2.30.7 too.
+headers_code=$(nccl_h_code "$LSA_NCCL_HOME")
+if [ -n "$LSA_MISSING" ] || [ "$headers_code" -gt 23007 ]; then
+  refusal library-older-than-headers "the loaded NCCL 2.30.7 is older than the nccl.h $((headers_code / 10000)).$((headers_code / 100 % 100)).$((headers_code % 100)) this program was built with, and NCCL's device API refuses that" \
+    SIM_NCCL_VERSION=23007
+else
+  skip lsa/refuse/library-older-than-headers "the lesson's nccl.h is 2.30.7 (LSA_NCCL_HOME=$LSA_NCCL_HOME), the oldest it builds with: no NCCL it runs with can be older"
+fi
 refusal no-device-api "this communicator has no device API support (deviceApiSupport 0: docs/troubleshooting.md says when)" \
   NCCL_WIN_ENABLE=0 "Why not the lesson's kernel: deviceApiSupport 0 on ranks 0-1 (NCCL gives the device API where it gives symmetric windows: NCCL_WIN_ENABLE=0 is set"
 c=lsa/refuse/ranks-on-two-hosts

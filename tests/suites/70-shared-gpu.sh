@@ -53,8 +53,9 @@ for variant in sim-pthread sim-mpi; do
       no_out "Starting"; end
     fi
     # NCCL reads its integer variables with strtoll(text, NULL, 0)
-    # (src/misc/param.cc): 010 is octal 8, on; 0b1 reads as 0 and then
-    # stops, off, said as a likely mistake.
+    # (src/misc/param.cc): 010 is octal 8, on; 0b1 is 0 before glibc 2.38
+    # and binary 1 from 2.38 (C23; NCCL 2.30.7 built on Ubuntu 24.04
+    # imports __isoc23_strtoll), so it is refused as ambiguous.
     c="shared-gpu/$mode/$p-switch-in-octal"
     if [ $p = allreduce_sm ] && { [ $mode = pthread ] || mpi_cases "$c"; } && begin "$c"; then
       expected $p 2 --count $SMALL --mode $mode --gpus 1 --shared-sms 132 >"$f.expected"
@@ -65,7 +66,7 @@ for variant in sim-pthread sim-mpi; do
     if [ $p = allreduce_sm ] && [ $mode = pthread ] && begin "$c"; then
       SIM_DEVICES=1 SIM_NCCL_VERSION=23007 NCCL_MULTI_RANK_GPU_ENABLE=0b1 sim_run $variant $p 2 -n $SMALL
       want_status 2
-      want_err "invalid NCCL_MULTI_RANK_GPU_ENABLE='0b1': NCCL reads it as a number (strtoll), so this is 0, off"
+      want_err "invalid NCCL_MULTI_RANK_GPU_ENABLE='0b1': NCCL reads it with strtoll, which makes it 0 (off) with a C library before glibc 2.38 and a binary 1 (on) where NCCL was built against glibc 2.38 or later"
       no_out "Starting"; end
     fi
     c="shared-gpu/$mode/$p-switch-not-a-number"

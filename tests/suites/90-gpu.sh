@@ -19,9 +19,9 @@ stall_case() {
   need real-programs-$mode hooks/$hook.so
   start=$(date +%s)
   if [ $mode = mpi ]; then
-    run "${MPIRUN[@]}" -np $n -x STALL_RANK=$stalled -x LD_PRELOAD=$B/hooks/$hook.so "$B/real-mpi/$p" --timeout $limit
+    gpu_run "${MPIRUN[@]}" -np $n -x STALL_RANK=$stalled -x LD_PRELOAD=$B/hooks/$hook.so "$B/real-mpi/$p" --timeout $limit
   else
-    STALL_RANK=$stalled NTHREADS=$n LD_PRELOAD=$B/hooks/$hook.so run "$B/real-pthread/$p" --timeout $limit
+    STALL_RANK=$stalled NTHREADS=$n LD_PRELOAD=$B/hooks/$hook.so gpu_run "$B/real-pthread/$p" --timeout $limit
   fi
   want_status 3
   want_err "$hook: rank $stalled stalls in $call"
@@ -49,7 +49,7 @@ cupti_fails_case() {
   local name=$1 p=$2
   begin "$name" || return 0
   need real-programs-mpi hooks/cupti_enable_fails.so
-  NCCL_MULTI_RANK_GPU_ENABLE=1 run "${MPIRUN[@]}" -np 2 -x NCCL_MULTI_RANK_GPU_ENABLE -x FAIL_RANK=1 \
+  NCCL_MULTI_RANK_GPU_ENABLE=1 gpu_run "${MPIRUN[@]}" -np 2 -x NCCL_MULTI_RANK_GPU_ENABLE -x FAIL_RANK=1 \
     -x LD_PRELOAD=$B/hooks/cupti_enable_fails.so "$B/real-mpi/$p" --bench -b 1M -e 4M --timeout 60
   want_status 0
   want_err "cupti_enable_fails: rank 1: cuptiActivityEnable"
@@ -77,13 +77,13 @@ if [ "$NGPUS" -gt 0 ]; then
       if begin "gpu/pthread/$p-$n"; then
         expected $p $n --gpus $NGPUS --no-report "${windows[@]}" >"$f.expected"
         need real-programs-pthread
-        NTHREADS=$n run "$B/real-pthread/$p"
+        NTHREADS=$n gpu_run "$B/real-pthread/$p"
         want_status 0; want_real_output "$f.expected"; end
       fi
       if [ $n = 1 ] && begin "gpu/pthread/$p-NCCL_LOCAL_REGISTER=0-1"; then
         expected $p 1 --gpus $NGPUS --no-report "${one_rank_no_local[@]}" >"$f.expected"
         need real-programs-pthread
-        NCCL_LOCAL_REGISTER=0 NTHREADS=1 run "$B/real-pthread/$p"
+        NCCL_LOCAL_REGISTER=0 NTHREADS=1 gpu_run "$B/real-pthread/$p"
         want_status 0; want_real_output "$f.expected"; end
       fi
       [ $n = 1 ] && stall_case "gpu/hang/pthread/$p-register-1-rank" 1 0 pthread $p
@@ -92,7 +92,7 @@ if [ "$NGPUS" -gt 0 ]; then
       if begin "gpu/mpi/$p-$n"; then
         expected $p $n --mode mpi --no-report "${windows[@]}" >"$f.expected"
         need real-programs-mpi
-        run "${MPIRUN[@]}" -np $n "$B/real-mpi/$p"
+        gpu_run "${MPIRUN[@]}" -np $n "$B/real-mpi/$p"
         want_status 0; want_real_output "$f.expected"; end
       fi
     done
@@ -110,7 +110,7 @@ if [ "$NGPUS" -gt 0 ]; then
     run make --no-print-directory -s -C "$ROOT/tools" facts FACTS_BIN="$B/tools/nccl_facts"
     want_status 0
     # (the whole probe took 67 s at 2 ranks on an H100, NCCL 2.30.7)
-    TIMEOUT=180 run "$B/tools/nccl_facts" --ranks $n --tsv --timeout 30
+    TIMEOUT=180 gpu_run "$B/tools/nccl_facts" --ranks $n --tsv --timeout 30
     want_status 0
     if [ -e "$record" ]; then
       # A field recorded as "unknown" (with the reason in its detail) was
@@ -131,7 +131,7 @@ if [ "$NGPUS" -gt 0 ]; then
   done
   if [ "$NCCL_CODE" -ge 23000 ] && begin gpu/what-ran/allgather_ce-NCCL_CTA_POLICY=0-2-ranks; then
     need real-programs-pthread
-    NCCL_CTA_POLICY=0 NCCL_MULTI_RANK_GPU_ENABLE=1 NTHREADS=2 run "$B/real-pthread/allgather_ce"
+    NCCL_CTA_POLICY=0 NCCL_MULTI_RANK_GPU_ENABLE=1 NTHREADS=2 gpu_run "$B/real-pthread/allgather_ce"
     want_status 0
     want_out "What ran: AllGather ran NCCL's symmetric kernel"
     want_out "NCCL_CTA_POLICY=0 replaces config.CTAPolicy: the loaded NCCL reads it as 0, without ZERO (2)"
@@ -145,14 +145,14 @@ if [ "$NGPUS" -gt 0 ]; then
         if begin "gpu/shared-gpu/pthread/$p-$n"; then
           expected $p $n --gpus $NGPUS --shared-sms $GPU_SMS --no-report >"$f.expected"
           need real-programs-pthread
-          NCCL_MULTI_RANK_GPU_ENABLE=1 NTHREADS=$n run "$B/real-pthread/$p"
+          NCCL_MULTI_RANK_GPU_ENABLE=1 NTHREADS=$n gpu_run "$B/real-pthread/$p"
           want_status 0; want_real_output "$f.expected"; end
         fi
         mpi_cases "gpu/shared-gpu/mpi/$p-$n" || continue
         if begin "gpu/shared-gpu/mpi/$p-$n"; then
           expected $p $n --mode mpi --gpus $NGPUS --shared-sms $GPU_SMS --no-report >"$f.expected"
           need real-programs-mpi
-          NCCL_MULTI_RANK_GPU_ENABLE=1 run "${MPIRUN[@]}" -np $n "$B/real-mpi/$p"
+          NCCL_MULTI_RANK_GPU_ENABLE=1 gpu_run "${MPIRUN[@]}" -np $n "$B/real-mpi/$p"
           want_status 0; want_real_output "$f.expected"; end
         fi
       done
@@ -182,14 +182,14 @@ if [ "$NGPUS" -gt 0 ]; then
       # domain between the nodes.
       for n in 2 4; do
         for per in 1 2; do
-          c="emulated-nodes/gpu/mpi/$p-$n-ranks-$per-per-node"
+          c="gpu/emulated-nodes/mpi/$p-$n-ranks-$per-per-node"
           mpi_cases "$c" || continue
           begin "$c" || continue
           nodes=$((n / per))
           windows=$([ $nodes -gt 1 ] && echo --null-windows)
           expected $p $n --mode mpi --gpus $NGPUS --shared-sms $GPU_SMS --no-report $windows >"$f.expected"
           need real-programs-mpi
-          NCCL_MULTI_RANK_GPU_ENABLE=1 run "${MPIRUN[@]}" -np $n -x NCCL_MULTI_RANK_GPU_ENABLE -x NCCL_SOCKET_IFNAME=lo -x NCCL_IB_DISABLE=1 \
+          NCCL_MULTI_RANK_GPU_ENABLE=1 gpu_run "${MPIRUN[@]}" -np $n -x NCCL_MULTI_RANK_GPU_ENABLE -x NCCL_SOCKET_IFNAME=lo -x NCCL_IB_DISABLE=1 \
             bash -c 'NCCL_HOSTID=node$((OMPI_COMM_WORLD_RANK / '$per')) exec "$0" "$@"' "$B/real-mpi/$p"
           want_status 0; want_real_output "$f.expected"
           if [ $nodes -gt 1 ]; then
@@ -204,7 +204,7 @@ if [ "$NGPUS" -gt 0 ]; then
       for n in 2 4; do
         if begin "gpu/shared-gpu/pthread/$p-bench-$n"; then
           need real-programs-pthread
-          NCCL_MULTI_RANK_GPU_ENABLE=1 NTHREADS=$((n * NGPUS)) run "$B/real-pthread/$p" --bench -b 1K -e 64M -f 16 -w 2 -i 5 --overlap
+          NCCL_MULTI_RANK_GPU_ENABLE=1 NTHREADS=$((n * NGPUS)) gpu_run "$B/real-pthread/$p" --bench -b 1K -e 64M -f 16 -w 2 -i 5 --overlap
           want_status 0; want_out "Benchmark results verified correctly"; no_out " none "; end
         fi
       done

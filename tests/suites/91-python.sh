@@ -90,7 +90,7 @@ for script in $PY_SCRIPTS; do
   for n in $(seq 1 "$NGPUS"); do
     if begin "python/gpu/$p-$n"; then
       expected $p $n --mode mpi --no-report >"$f.expected"
-      run "${MPIRUN[@]}" "${PY_PRELOAD[@]}" -np $n python3 "$script"
+      gpu_run "${MPIRUN[@]}" "${PY_PRELOAD[@]}" -np $n python3 "$script"
       want_status 0; want_out_file "$f.expected"; end
     fi
   done
@@ -101,7 +101,7 @@ for script in $PY_SCRIPTS; do
   for n in $(seq $((NGPUS + 1)) $((NGPUS * 4 < 8 ? NGPUS * 4 : 8))); do
     if begin "python/shared-gpu/$p-$n"; then
       expected $p $n --mode mpi --gpus $NGPUS --shared-sms $GPU_SMS --no-report >"$f.expected"
-      NCCL_MULTI_RANK_GPU_ENABLE=1 run "${MPIRUN[@]}" "${PY_PRELOAD[@]}" -np $n python3 "$script"
+      NCCL_MULTI_RANK_GPU_ENABLE=1 gpu_run "${MPIRUN[@]}" "${PY_PRELOAD[@]}" -np $n python3 "$script"
       want_status 0; want_out_file "$f.expected"; end
     fi
   done
