@@ -1,7 +1,7 @@
 # Top-level Makefile: builds each example in its own directory and leaves the
 # programs runnable here (./allreduce_sm, ./allgather_ce).
 #   make [01_allreduce|02_allgather|all] [MPI=1] [NCCL_HOME=..] [CUDA_HOME=..]
-#   make test | test-faults | test-nccl-matrix | test-without-mpi | test-under-load | test-slurm | test-no-cuda | test-mutants | run-examples [NP=2] | clean | install [PREFIX=..] [DESTDIR=..] | help
+#   make test | test-gpu | test-faults | test-nccl-matrix | test-without-mpi | test-under-load | test-slurm | test-no-cuda | test-mutants | run-examples [NP=2] | clean | install [PREFIX=..] [DESTDIR=..] | help
 # Variables given on the command line reach the example Makefiles as well.
 
 EXAMPLES := 01_allreduce 02_allgather
@@ -10,7 +10,7 @@ PROGRAM_02_allgather := allgather_ce
 # The device API lesson needs NCCL >= 2.30.7 and nvcc: built when named.
 PROGRAM_03_allreduce_lsa := allreduce_lsa
 
-.PHONY: all $(EXAMPLES) 03_allreduce_lsa test test-faults test-nccl-matrix test-without-mpi test-mutants test-under-load test-slurm test-no-cuda run-examples clean install help
+.PHONY: all $(EXAMPLES) 03_allreduce_lsa test test-gpu test-faults test-nccl-matrix test-without-mpi test-mutants test-under-load test-slurm test-no-cuda run-examples clean install help
 all: $(EXAMPLES)
 
 $(EXAMPLES) 03_allreduce_lsa:
@@ -23,6 +23,11 @@ test:
 
 test-faults:
 	bash tests/fault_matrix.sh
+
+# What only a machine with a GPU can check: the suite's GPU cases,
+# compute-sanitizer, the docs' GPU blocks (tools/check_gpu_machine.sh).
+test-gpu:
+	bash tools/check_gpu_machine.sh
 
 # The oldest and newest NCCL wheels on PyPI: the programs built against
 # each (allreduce_lsa with nvcc and CMake); NCCL_MATRIX_DOWNLOAD=1
@@ -72,6 +77,7 @@ help:
 	@echo "make 03_allreduce_lsa  build ./allreduce_lsa (NCCL >= 2.30.7 headers, nvcc; not part of make)"
 	@echo "make MPI=1           build for mpirun (one process per GPU)"
 	@echo "make test            run the test suite (no GPU needed; about 5 minutes on 2 cores)"
+	@echo "make test-gpu        what needs a GPU: the GPU cases, compute-sanitizer, the docs' GPU blocks (NCCL_HOME=dir for allreduce_lsa)"
 	@echo "make test-faults     the whole fault matrix (no GPU needed; minutes)"
 	@echo "make test-nccl-matrix  the programs against the oldest and newest NCCL wheels (downloads them with NCCL_MATRIX_DOWNLOAD=1)"
 	@echo "make test-without-mpi  the suite with Open MPI hidden from PATH (MPI cases skipped)"

@@ -1,29 +1,35 @@
 #!/usr/bin/env bash
-# Checks a machine with GPUs: the whole test suite (its GPU cases run the
-# real programs on 1..(GPU count) ranks in both modes and, with NCCL >= 2.30,
-# on up to 8 ranks sharing the GPUs), compute-sanitizer's memory and leak
-# check on both programs in both modes (and at 2 MPI ranks sharing a GPU),
-# NCCL's own log of what it chose, and --bench --overlap with 2 and 4 ranks
-# sharing the GPUs. Writes everything to DIR (default ./gpu-logs) and prints
-# the summary lines.
-#   [NCCL_HOME=dir] [CHECK_BENCH=0] tools/check_gpu_machine.sh [DIR]
-# CHECK_BENCH=0 leaves out the two --bench runs per program (about a minute).
+# make test-gpu: what only a machine with a GPU can check, on top of
+# `make test` (which runs everywhere): the suite's GPU cases (the real
+# programs on 1..(GPU count) ranks, and with NCCL >= 2.30 on up to 8 ranks
+# sharing the GPUs), compute-sanitizer on every program (memcheck with its
+# leak check; racecheck and synccheck on the device API lesson's kernel),
+# the docs' blocks marked <!-- needs a GPU ... --> run as written (NCCL_HOME
+# for their /path/to/nccl), and NCCL's own log of what it chose. Logs go to
+# DIR (default ./gpu-logs); one line per step, then "N passed, N failed".
+#   [NCCL_HOME=dir] [CHECK_BENCH=1] tools/check_gpu_machine.sh [DIR]
+# CHECK_BENCH=1 adds --bench --overlap at 2 and 4 ranks sharing a GPU.
+# Exit status: 0 if every step passed, 1 if one failed, 2 without a GPU.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 case ${1:-} in
-  -h | --help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h | --help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 esac
-# It starts with `make clean` (your builds go): only where there is a GPU.
 if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
   echo "check_gpu_machine.sh: no GPU here (nvidia-smi -L lists none): it checks a machine with GPUs; without one, run make test" >&2
   exit 2
 fi
 out=${1:-gpu-logs}
-mkdir -p "$out"
+mkdir -p "$out" && out=$(cd "$out" && pwd)
 if [ "$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
-export OMPI_MCA_btl_vader_single_copy_mechanism=none
 [ -n "${NCCL_HOME:-}" ] && export NCCL_HOME
-limit=${CHECK_TIMEOUT:-120} # seconds per program run outside make test
+limit=${CHECK_TIMEOUT:-120} # seconds per program run outside the suite
+passed=0 failed=0
+step() { # NAME STATUS [DETAIL]: one line per step, counted
+  if [ "$2" = 0 ]; then passed=$((passed + 1)); echo "ok   $1${3:+: $3}"
+  else failed=$((failed + 1)); echo "FAIL $1: exit $2${3:+; $3}"; fi
+}
+start=$(date +%s)
 
 {
   nvidia-smi -L
@@ -32,48 +38,92 @@ limit=${CHECK_TIMEOUT:-120} # seconds per program run outside make test
   echo "NCCL_HOME=${NCCL_HOME:-(unset: the system NCCL)}"
   mpirun --version 2>/dev/null | head -n 1
 } >"$out/machine.txt" 2>&1
-
-make clean >/dev/null 2>&1
-make test >"$out/make_test.log" 2>&1
-status=$?
-"tests/build/unit/gpu_facts" >>"$out/machine.txt" 2>&1
 cat "$out/machine.txt"
-grep -E '^not ok|# SKIP|passed, .* failed' "$out/make_test.log"
-cp -r tests/build/logs "$out/test-logs"
+
+# 1. The suite's GPU cases (they build what they need).
+TEST_LOGS=$out/suite TEST_FILTER='^(gpu|python/gpu|python/shared-gpu)/' bash tests/run_tests.sh >"$out/gpu-cases.log" 2>&1
+step "GPU cases of the suite" $? "$(tail -n 1 "$out/gpu-cases.log")"
+grep -E '^not ok' "$out/gpu-cases.log"
+B=tests/build
+"$B/unit/gpu_facts" >>"$out/machine.txt" 2>&1
 code=$(sed -n 's/^nccl=\([0-9]*\).*/\1/p' "$out/machine.txt")
 
-# NCCL's allocator first probes fabric handles, which compute-sanitizer would
-# list as API errors: --report-api-errors no keeps real errors only.
-sanitize=(timeout -k 5 "$limit" compute-sanitizer --leak-check full --report-api-errors no)
-summary() { echo "$1: exit $2; $(grep -h 'ERROR SUMMARY\|LEAK SUMMARY' "$3" | sort | uniq -c | tr -s ' ' | tr '\n' ' ')"; }
+# 2. compute-sanitizer. NCCL's allocator first probes fabric handles, which
+# it would list as API errors: --report-api-errors no keeps real errors.
+sanitize=(timeout -k 5 "$limit" compute-sanitizer --report-api-errors no)
+sanitized() { # NAME LOG COMMAND...: a sanitizer run, its summary as the detail
+  local name=$1 log=$2
+  shift 2
+  "$@" >"$log" 2>&1
+  local status=$?
+  if [ $status = 0 ] && ! grep -q 'ERROR SUMMARY: 0 errors\|RACECHECK SUMMARY: 0 hazards' "$log"; then
+    status=1
+  fi
+  step "$name" $status "$(grep -h 'ERROR SUMMARY\|LEAK SUMMARY\|RACECHECK SUMMARY' "$log" | sort | uniq -c | tr -s ' ' | tr '\n' ' ')"
+}
+make -s -C tests real-programs-pthread real-programs-mpi >"$out/build.log" 2>&1 || step "build the real programs" $? "$out/build.log"
 for p in allreduce_sm allgather_ce; do
-  log=$out/sanitizer-$p-pthread.log
-  NTHREADS=1 "${sanitize[@]}" "tests/build/real-pthread/$p" >"$log" 2>&1
-  summary "sanitizer $p pthread" $? "$log"
-  log=$out/sanitizer-$p-mpi.log
-  mpirun -np 1 "${sanitize[@]}" "tests/build/real-mpi/$p" >"$log" 2>&1
-  summary "sanitizer $p mpi" $? "$log"
-  log=$out/nccl-debug-$p.log
-  NTHREADS=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING,REG timeout "$limit" "tests/build/real-pthread/$p" >"$log" 2>&1
-  echo "NCCL log $p: exit $?"
+  NTHREADS=1 sanitized "memcheck $p, threads" "$out/memcheck-$p-pthread.log" "${sanitize[@]}" --leak-check full "$B/real-pthread/$p"
+  sanitized "memcheck $p, MPI" "$out/memcheck-$p-mpi.log" mpirun -np 1 "${sanitize[@]}" --leak-check full "$B/real-mpi/$p"
+  if [ "${code:-0}" -ge 23000 ]; then
+    NCCL_MULTI_RANK_GPU_ENABLE=1 sanitized "memcheck $p, 2 MPI ranks sharing a GPU" "$out/memcheck-$p-mpi-2-shared.log" \
+      mpirun -np 2 -x NCCL_MULTI_RANK_GPU_ENABLE "${sanitize[@]}" --leak-check full "$B/real-mpi/$p"
+  fi
+done
+# The device API lesson needs NCCL >= 2.30.7 and its headers (NCCL_HOME).
+lsa=$out/lsa-build/allreduce_lsa
+if [ "${code:-0}" -ge 23007 ] && make -s -C 03_allreduce_lsa/c ${NCCL_HOME:+NCCL_HOME="$NCCL_HOME"} \
+  BUILD_DIR="$out/lsa-build" BIN="$lsa" >"$out/lsa-build.log" 2>&1; then
+  for tool in memcheck racecheck synccheck; do
+    NTHREADS=1 sanitized "$tool allreduce_lsa, 1 rank" "$out/$tool-allreduce_lsa-1.log" "${sanitize[@]}" --tool $tool "$lsa"
+  done
+  NCCL_MULTI_RANK_GPU_ENABLE=1 NTHREADS=2 sanitized "racecheck allreduce_lsa, 2 ranks sharing a GPU" \
+    "$out/racecheck-allreduce_lsa-2-shared.log" "${sanitize[@]}" --tool racecheck "$lsa" -n 65536
+else
+  echo "skip allreduce_lsa under compute-sanitizer: NCCL ${code:-?} (needs 2.30.7 and its headers in NCCL_HOME; $out/lsa-build.log)"
+fi
+
+# 3. The docs' blocks that need a GPU, as written, in a scratch copy of the
+# tree; /path/to/nccl is NCCL_HOME. With one GPU, several ranks share it.
+# The pages run at once, each in its own copy; nvcc builds for this GPU
+# only (CUDA_ARCH, as a user of one kind of GPU sets it). Blocks that need
+# more than this tree and NCCL are left out (pip and a package index, a
+# build of nccl-tests, a program of your own).
+gpus=$(nvidia-smi -L | grep -c '^GPU ')
+share=$([ "$gpus" -lt 4 ] && [ "${code:-0}" -ge 23000 ] && echo 1)
+arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1 | tr -d .)
+python3 tests/checks/doc_blocks.py --needs | grep -P '\ta GPU' | grep -vE 'pip|nccl-tests|of your own' | cut -d: -f1 | sort -u >"$out/doc-pages.txt"
+pages=()
+while read -r page; do
+  [ -z "${NCCL_HOME:-}" ] && grep -q /path/to/nccl "$page" && { echo "skip $page: its blocks need NCCL_HOME"; continue; }
+  copy=$out/docs-tree/${page//\//_}
+  rm -rf "$copy" && mkdir -p "$copy" && git ls-files -z | xargs -0 cp --parents -t "$copy"
+  python3 tests/checks/doc_blocks.py --script "$page" "a GPU" "$copy" |
+    sed "s|/path/to/nccl[-0-9.]*|${NCCL_HOME:-}|g" >"$copy.sh"
+  DOC_REPO=$copy CUDA_ARCH=$arch ${share:+NCCL_MULTI_RANK_GPU_ENABLE=1} \
+    timeout -k 5 $((limit * 3)) bash "$copy.sh" >"$copy.log" 2>&1 &
+  pages+=("$page:$!:$copy.log")
+done <"$out/doc-pages.txt"
+for p in "${pages[@]}"; do
+  IFS=: read -r page pid log <<<"$p"
+  wait "$pid"
+  step "the GPU blocks of $page${share:+ (ranks sharing the GPU)}" $? "$(tail -n 1 "$log")"
 done
 
-[ "${code:-0}" -ge 23000 ] || { echo "NCCL older than 2.30: no shared-GPU runs"; exit $status; }
-export NCCL_MULTI_RANK_GPU_ENABLE=1
+# 4. What NCCL chose, in its own words.
 for p in allreduce_sm allgather_ce; do
-  log=$out/sanitizer-$p-mpi-2-shared.log
-  mpirun -np 2 "${sanitize[@]}" "tests/build/real-mpi/$p" >"$log" 2>&1
-  summary "sanitizer $p mpi, 2 ranks sharing a GPU" $? "$log"
-  log=$out/nccl-tuning-$p-2-shared.log
-  NTHREADS=2 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING timeout "$limit" "tests/build/real-pthread/$p" >"$log" 2>&1
-  echo "NCCL TUNING log $p, 2 ranks sharing a GPU: exit $?"
-  grep -m 2 -h '\[Symmetric\]\|\[Copy Engine\]' "$log" | sed 's/^/  /'
-  for n in 2 4; do
-    [ "${CHECK_BENCH:-1}" = 0 ] && break
-    log=$out/bench-$p-$n-shared
-    start=$(date +%s)
-    NTHREADS=$n timeout -k 5 "$limit" "tests/build/real-pthread/$p" --bench --overlap --csv "$log.csv" >"$log.txt" 2>&1
-    echo "bench $p, $n ranks sharing a GPU: exit $? in $(($(date +%s) - start)) s; $(tail -n 1 "$log.txt")"
-  done
+  NTHREADS=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING,REG timeout "$limit" "$B/real-pthread/$p" >"$out/nccl-debug-$p.log" 2>&1
+  step "NCCL's log of $p" $? "$(grep -m 1 -h '\[Symmetric\]\|\[Copy Engine\]\|Kernel' "$out/nccl-debug-$p.log" | sed 's/^.*NCCL INFO //')"
 done
-exit $status
+
+if [ "${CHECK_BENCH:-0}" = 1 ] && [ "${code:-0}" -ge 23000 ]; then
+  for p in allreduce_sm allgather_ce; do
+    for n in 2 4; do
+      log=$out/bench-$p-$n-shared
+      NCCL_MULTI_RANK_GPU_ENABLE=1 NTHREADS=$n timeout -k 5 "$limit" "$B/real-pthread/$p" --bench --overlap --csv "$log.csv" >"$log.txt" 2>&1
+      step "bench $p, $n ranks sharing a GPU" $? "$(tail -n 1 "$log.txt")"
+    done
+  done
+fi
+echo "$passed passed, $failed failed ($(($(date +%s) - start)) s; logs in $out)"
+[ "$failed" = 0 ]

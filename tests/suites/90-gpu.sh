@@ -116,13 +116,16 @@ if [ "$NGPUS" -gt 0 ]; then
       # A field recorded as "unknown" (with the reason in its detail) was
       # not measured: it matches anything, and the case says so.
       # The detail of such a row says why; it is not compared either.
-      awk -F'\t' 'BEGIN { OFS = "\t" }
+      # A fact the record does not have yet is said, not compared.
+      awk -F'\t' -v newer="$f.newer" 'BEGIN { OFS = "\t" }
         NR == FNR { for (i = 1; i <= NF; i++) if ($i == "unknown") { mask[$1, i] = 1; mask[$1, 8] = 1 }
-                    for (i = 1; i <= NF; i++) rec[$1, i] = $i; print; next }
+                    for (i = 1; i <= NF; i++) rec[$1, i] = $i; known[$1] = 1; print; next }
+        !($1 in known) { print $1 > newer; next }
         { for (i = 1; i <= NF; i++) if (mask[$1, i]) $i = rec[$1, i]; print > "/dev/stderr" }' \
         "$record" "$f.out" >"$f.record" 2>"$f.measured"
       diff "$f.record" "$f.measured" >"$f.diff" ||
         why+="NCCL $nccl_name no longer does what $record recorded: $(grep '^[<>]' "$f.diff" | head -n 4 | tr '\t\n' '  '); "
+      [ -s "$f.newer" ] && echo "# $c: not in $record yet (add them from $f.out): $(tr '\n' ' ' <"$f.newer")"
       grep -q unknown "$record" && echo "# $c: $record has fields not measured (unknown); re-record them from $f.out"
     else
       echo "# $c: no record for NCCL $nccl_name in docs/facts (add $f.out there to keep it)"

@@ -1,5 +1,5 @@
 /*
- * What the files of tools/nccl_facts share. The probe is in seven files:
+ * What the files of tools/nccl_facts share. The probe is in eight files:
  *
  *   main.c      the parent: options, one child process per fact, the lines
  *   child.c     a child: one fact on N ranks (threads), its TSV fields
@@ -9,6 +9,7 @@
  *               windows), grouping, local handles, destroy, graph capture
  *               and the communicator's properties
  *   order.c     the facts about order on one stream (early reads)
+ *   devcomm.c   the fact about the device API's communicator
  *   table.c     the facts in the order they are asked
  */
 #ifndef FACTS_H
@@ -112,6 +113,7 @@ FACT(fact_local_handle);
 FACT(fact_destroy_registered);
 FACT(fact_graph_capture);
 FACT(fact_properties);
+FACT(fact_devcomm);
 
 /* ------------------------------------------------------------ table.c */
 

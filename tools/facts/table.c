@@ -64,5 +64,9 @@ const fact facts[] = {
      NULL, 1, 0, fact_graph_capture},
     {"comm.properties", "ncclCommQueryProperties (NCCL >= 2.29)", NULL, NULL, 1,
      0, fact_properties},
+    {"devcomm.create",
+     "ncclDevCommCreate with 16 LSA barriers, then ncclDevCommDestroy"
+     " (NCCL >= 2.29.2)",
+     NULL, NULL, 1, 0, fact_devcomm},
 };
 const int nfacts = (int)(sizeof facts / sizeof facts[0]);

@@ -63,12 +63,16 @@ typedef struct ncclLsaBarrierHandle {
   int nBarriers;
 } ncclLsaBarrierHandle_t;
 
-/* What a kernel receives by value. `sim` is the simulation's state of this
- * device communicator on this rank. */
+/* What a kernel receives by value: its head as NCCL 2.29.2 to 2.32 lay it
+ * out (nccl_device/impl/comm__types.h; tools/nccl_facts reads lsaRank and
+ * lsaSize there). `sim` is the simulation's state of this device
+ * communicator on this rank. */
 typedef struct ncclDevComm {
   unsigned int magic, version;
   int rank, nRanks;
+  unsigned int nRanks_rcp32;
   int lsaRank, lsaSize;
+  unsigned int lsaSize_rcp32;
   ncclLsaBarrierHandle_t lsaBarrier;
   void *sim;
 } ncclDevComm_t;
