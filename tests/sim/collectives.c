@@ -64,9 +64,12 @@ static ncclResult_t call_collective(const char *call, const sim_node *node,
 {
   if (injected_failure(call))
     return ncclUnhandledCudaError;
-  /* AllReduce: float sums; AllGather: floats or bytes (the facts probe's). */
-  const int bytes_ok = node->allgather && (node->type == ncclInt8 ||
-                                           node->type == ncclUint8);
+  /* AllReduce: float sums; AllGather: floats or bytes (the facts probe's;
+   * fp8, ncclFloat8e4m3 10 and ncclFloat8e5m2 11 from NCCL 2.24, moves as
+   * bytes). */
+  const int bytes_ok = node->allgather &&
+                       (node->type == ncclInt8 || node->type == ncclUint8 ||
+                        (int)node->type == 10 || (int)node->type == 11);
   if ((node->type != ncclFloat && !bytes_ok) ||
       (!node->allgather && node->op != ncclSum)) {
     snprintf(last_error, sizeof last_error,

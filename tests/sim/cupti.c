@@ -7,7 +7,7 @@
  * thread; then, when the work runs, a memcpy record for a copy and, for a
  * collective, what NCCL runs for it, named as the simulated version names
  * it. Recorded on one H200 with NCCL 2.30.7 (docs/what-ran, docs/facts):
- *   one rank                 a local copy, no kernel
+ *   one rank                 a local copy, no kernel (in place: nothing)
  *   AllReduce in windows     ncclSymkDevKernel_AllReduce_AGxLL_R_sum_f32 at
  *                            4 KiB, ..._RSxLD_AGxST_sum_f32 at 4 MiB (which
  *                            one between is the simulation's choice: the
@@ -198,9 +198,10 @@ void cupti_collective(uint32_t correlation, const sim_node *node)
   ncclComm_t comm = node->comm;
   const size_t bytes = node->count * sim_element_size(node);
   const size_t out = node->allgather ? bytes * (size_t)comm->nranks : bytes;
-  if (comm->nranks == 1) {
-    cupti_copy(correlation, comm->device, CUPTI_ACTIVITY_MEMCPY_KIND_DTOD,
-               bytes);
+  if (comm->nranks == 1) { /* in place: nothing (2.30.7 src/device/onerank.cu) */
+    if (node->send != node->recv)
+      cupti_copy(correlation, comm->device, CUPTI_ACTIVITY_MEMCPY_KIND_DTOD,
+                 bytes);
     return;
   }
   const int send_in = in_symmetric_window(comm, node->send, bytes);

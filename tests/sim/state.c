@@ -266,8 +266,13 @@ int injected_failure(const char *call)
  * injection that named a rank of this process but injected nothing (the
  * rank never made that call) would let a test pass for nothing: it is a
  * violation too. */
+static pid_t exit_check_owner;
 static void check_leaks(void)
 {
+  /* A child forked from the process does not own its objects (nor could
+   * it use the parent's CUDA context): not its leaks. */
+  if (getpid() != exit_check_owner)
+    return;
   if (injection_rank_ran && !injected) {
     fprintf(stderr,
             "ncclsim: INJECTION UNUSED: SIM_FAIL='%s' SIM_HANG='%s': the rank"
@@ -309,6 +314,7 @@ void install_exit_check(void)
 {
   if (!exit_check_installed) {
     exit_check_installed = 1;
+    exit_check_owner = getpid();
     atexit(check_leaks);
   }
 }

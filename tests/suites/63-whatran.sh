@@ -133,3 +133,65 @@ if command -v python3 >/dev/null && begin whatran/python-standin-opens-nccl-itse
   end
 fi
 
+# What real programs do and the lessons do not (tests/whatran/edge_cases.c):
+# at one rank an out-of-place AllReduce is a local copy and an in-place one
+# nothing at all (NCCL 2.30.7 src/device/onerank.cu copies only where the
+# buffers differ); fp8 elements are 1 byte (4096 of them: 4 KiB); the
+# replays of a graph captured on a one-rank communicator are local copies;
+# the window's handle is read when NCCL wrote it, not from memory the
+# program has freed since.
+EDGE_RAN="AllReduce of 4 KiB (1 call): a local copy (1 copy, 0 kernels); AllReduce of 4 KiB (1 call): in place at one rank: nothing to move, and NCCL launched no work; AllGather of 4 KiB (1 call): a local copy (1 copy, 0 kernels); AllReduce of 4 KiB (1 call): captured into a CUDA graph: its work runs at each replay"
+if begin whatran/edge-cases-one-rank; then
+  preloaded -- "$S/edge_cases"
+  want_status 0
+  unchanged
+  want_err "What ran (libwhatran): communicator 1, 1 rank, rank 0: $EDGE_RAN; 1 window registered (4 KiB)"
+  want_err "What ran (libwhatran): CUDA graph replays (2 launches): a local copy (1 copy, 0 kernels)"
+  no_violation
+  end
+fi
+# Without symmetric support NCCL writes NULL (from 2.29.2): said as no
+# window, though the program scribbled on its handle's memory since.
+if begin whatran/edge-cases-null-window-in-freed-memory; then
+  preloaded SIM_NO_SYMMETRIC=1 SIM_NCCL_VERSION=23007 -- "$S/edge_cases"
+  want_status 0
+  unchanged
+  want_err "What ran (libwhatran): communicator 1, 1 rank, rank 0: $EDGE_RAN; 0 windows registered; 1 registration came back NULL (4 KiB): no window"
+  no_violation
+  end
+fi
+# A child forked after the collectives that exits: its exit handlers,
+# inherited, must not report the parent's communicators again.
+if begin whatran/edge-cases-fork; then
+  preloaded -- "$S/edge_cases" fork
+  want_status 0
+  unchanged
+  [ "$(grep -c "^What ran (libwhatran): communicator" "$f.err")" = 1 ] ||
+    why+="$(grep -c "^What ran (libwhatran): communicator" "$f.err") communicator lines, wanted 1 (the parent's); "
+  no_violation
+  end
+fi
+# A program that stops before its first NCCL call (NCCL loaded with it):
+# it made no communicator; nothing suggests a handle of its own.
+if begin whatran/edge-cases-stops-before-nccl; then
+  preloaded -- "$S/edge_cases" early
+  want_status 0
+  unchanged
+  want_err "What ran (libwhatran): the program made no NCCL communicator (it may have stopped before its first NCCL call)"
+  no_err "a handle of its own"
+  no_violation
+  end
+fi
+# The library as users build it links neither CUPTI nor the CUDA runtime:
+# a machine without them starts every preloaded program (CUPTI missing is
+# "not measured", tools/whatran/loader.c), and it exports only NCCL's calls.
+if begin whatran/real-build-links-no-cupti; then
+  run make --no-print-directory -s -C tools whatran WHATRAN_LIB="$B/tools/libwhatran.so"
+  want_status 0
+  needed=$(readelf -d "$B/tools/libwhatran.so" | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p' | tr '\n' ' ')
+  [[ $needed == *libcupti* || $needed == *libcudart* ]] && why+="it needs $needed; "
+  exported=$(nm -D --defined-only "$B/tools/libwhatran.so" | awk '$2 == "T" { print $3 }' | grep -v '^nccl' | tr '\n' ' ')
+  [ -z "$exported" ] || why+="it exports more than NCCL's calls: $exported; "
+  env -i PATH="$PATH" LD_PRELOAD="$B/tools/libwhatran.so" true || why+="true did not start under the preload; "
+  end
+fi

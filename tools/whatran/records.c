@@ -11,7 +11,7 @@ const char *const coll_names[NCOLLS] = {
 
 pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 comm_rec *comms;
-int measuring = -1;
+int measuring = MEASURING_NOT_STARTED;
 _Thread_local int group_depth;
 
 /* Communicators are labelled by their ncclUniqueId: the ranks of one
@@ -66,13 +66,14 @@ void settle(comm_rec *c)
     return; /* inside a group, or a non-blocking init still running */
   int rank = -1, nranks = 0;
   if (ncclCommUserRank(c->comm, &rank) == ncclSuccess &&
-      ncclCommCount(c->comm, &nranks) == ncclSuccess) {
+      ncclCommCount(c->comm, &nranks) == ncclSuccess && nranks > 0 &&
+      rank >= 0 && rank < nranks) {
     c->rank = rank;
     c->nranks = nranks;
   }
 }
 
-static void settle_all(void)
+void settle_all(void)
 {
   for (comm_rec *c = comms; c; c = c->next)
     if (!c->done)
@@ -102,6 +103,16 @@ int size_of(ncclComm_t comm)
   return n;
 }
 
+/* Its rank as far as known, else -1. */
+int rank_of(ncclComm_t comm)
+{
+  pthread_mutex_lock(&lock);
+  comm_rec *c = find(comm);
+  int r = c ? c->rank : -1;
+  pthread_mutex_unlock(&lock);
+  return r;
+}
+
 /* The window of c that holds [p, p + bytes), or NULL; *null: a
  * registration holding it came back NULL. */
 static const window *window_of(comm_rec *c, const void *p, size_t bytes,
@@ -110,10 +121,8 @@ static const window *window_of(comm_rec *c, const void *p, size_t bytes,
   const char *b = p;
   for (int i = 0; i < c->nwindows; i++) {
     window *w = &c->windows[i];
-    if (!w->live || b < w->buf || b + bytes > w->buf + w->size)
+    if (!w->live || !w->read || b < w->buf || b + bytes > w->buf + w->size)
       continue;
-    if (w->handle == NULL && w->where != NULL && group_depth == 0)
-      w->handle = *w->where; /* written at the group's end */
     if (w->handle != NULL)
       return w;
     *null = 1;
@@ -121,35 +130,54 @@ static const window *window_of(comm_rec *c, const void *p, size_t bytes,
   return NULL;
 }
 
-void note_call(ncclComm_t comm, enum coll coll, const void *send,
-                      size_t send_bytes, const void *recv, size_t recv_bytes,
-                      cudaStream_t stream, uint64_t t0, uint64_t t1)
+/* A communicator first met in a collective was made by a call this
+ * library does not wrap: it is noted then, a communicator of its own. */
+static comm_rec *met(ncclComm_t comm)
+{
+  ncclUniqueId id;
+  memset(&id, 0, sizeof id);
+  memcpy(id.internal, "met:", 4);
+  memcpy(id.internal + 4, &comm, sizeof comm);
+  add_comm(comm, label_of(&id), -1, 0);
+  return find(comm);
+}
+
+void note_call(ncclComm_t comm, enum coll coll, const call *what,
+               const void *send, const void *recv, cudaStream_t stream,
+               uint64_t t0, uint64_t t1)
 {
   enum cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   if (stream != NULL && cudaStreamIsCapturing(stream, &capture) != cudaSuccess)
     capture = cudaStreamCaptureStatusNone;
+  if (measuring == MEASURING_NOT_STARTED)
+    start_measuring();
   pthread_mutex_lock(&lock);
   comm_rec *c = find(comm);
+  if (c == NULL && comm != NULL)
+    c = met(comm);
   if (c != NULL)
     settle(c);
   if (c != NULL && c->ncalls == MAX_CALLS)
     c->unrecorded++;
   else if (c != NULL) {
     call *k = &c->calls[c->ncalls++];
-    *k = (call){.coll = coll,
-                .bytes = send_bytes > recv_bytes ? send_bytes : recv_bytes,
-                .captured = capture != cudaStreamCaptureStatusNone,
-                .thread = engine_probe_thread(),
-                .t0 = t0,
-                .t1 = t1,
-                .in_group = group_depth > 0};
-    k->send_in = window_of(c, send, send_bytes, &k->send_null) != NULL;
-    k->recv_in = window_of(c, recv, recv_bytes, &k->recv_null) != NULL;
+    *k = *what;
+    k->coll = coll;
+    k->bytes = what->send_bytes > what->recv_bytes ? what->send_bytes
+                                                   : what->recv_bytes;
+    k->captured = capture != cudaStreamCaptureStatusNone;
+    k->thread = engine_probe_thread();
+    k->t0 = t0;
+    k->t1 = t1;
+    k->in_group = group_depth > 0;
+    k->send_in = window_of(c, send, what->send_bytes, &k->send_null) != NULL;
+    k->recv_in = window_of(c, recv, what->recv_bytes, &k->recv_null) != NULL;
   }
   pthread_mutex_unlock(&lock);
 }
 
-/* ncclGroupEnd ended: this thread's calls of the group end with it. */
+/* ncclGroupEnd ended: this thread's calls of the group end with it, and
+ * the handles it registered in the group are written now. */
 void end_group(uint64_t t1)
 {
   uint32_t me = engine_probe_thread();
@@ -160,11 +188,14 @@ void end_group(uint64_t t1)
       if (c->calls[i].in_group && c->calls[i].thread == me &&
           c->calls[i].t1 < t1 && !c->done)
         c->calls[i].t1 = t1;
-    for (int i = 0; i < c->nwindows; i++)
-      if (c->windows[i].live && c->windows[i].handle == NULL &&
-          c->windows[i].where != NULL)
-        c->windows[i].handle = *c->windows[i].where;
+    for (int i = 0; i < c->nwindows; i++) {
+      window *w = &c->windows[i];
+      if (w->live && !w->read && w->where != NULL && w->thread == me) {
+        w->handle = *w->where;
+        w->read = 1;
+        w->where = NULL;
+      }
+    }
   }
   pthread_mutex_unlock(&lock);
 }
-

@@ -110,7 +110,14 @@ void classify(comm_rec *c)
     if (!known)
       snprintf(k->ran, sizeof k->ran, "not measured: %s",
                measuring == 1 ? "CUPTI failed (see its message above)"
-                              : engine_probe_unavailable());
+               : measuring == MEASURING_FORKED
+                   ? "this process was forked from a measured one, and"
+                     " CUPTI is not used after a fork"
+                   : engine_probe_unavailable());
+    else if (k->in_place && c->nranks == 1 && k->cls == RAN_NOTHING)
+      snprintf(k->ran, sizeof k->ran,
+               "in place at one rank: nothing to move, and NCCL launched"
+               " no work");
     else if (k->captured && k->cls == RAN_NOTHING)
       snprintf(k->ran, sizeof k->ran,
                "captured into a CUDA graph: its work runs at each replay");
@@ -166,22 +173,29 @@ static void outcomes(const comm_rec *c, char *out, size_t size)
   free(said);
 }
 
+/* "2 windows registered (4 KiB, 4 KiB)", then the registrations whose
+ * handle came back NULL, and those whose group never ended. */
 static void windows_text(const comm_rec *c, char *out, size_t size)
 {
-  const int n = c->nwindows;
-  int nulls = 0;
-  out[0] = '\0';
-  text_add(out, size, "%d window%s registered%s", n, n == 1 ? "" : "s",
-           n ? " (" : "");
-  for (int i = 0; i < n; i++) {
+  int n[3] = {0, 0, 0}; /* windows, NULL handles, never written */
+  char sizes[3][TEXT / 2] = {"", "", ""};
+  for (int i = 0; i < c->nwindows; i++) {
+    const window *w = &c->windows[i];
+    int kind = !w->read ? 2 : w->handle == NULL ? 1 : 0;
     char s[32];
-    size_text(c->windows[i].size, s, sizeof s);
-    text_add(out, size, "%s%s%s", i ? ", " : "", s,
-             c->windows[i].handle == NULL ? " NULL" : "");
-    nulls += c->windows[i].handle == NULL;
+    size_text(w->size, s, sizeof s);
+    text_add(sizes[kind], sizeof sizes[kind], "%s%s", n[kind] ? ", " : "", s);
+    n[kind]++;
   }
-  if (n)
-    text_add(out, size, ")%s", nulls ? ": a NULL handle means no window" : "");
+  out[0] = '\0';
+  text_add(out, size, "%d window%s registered%s%s%s", n[0], n[0] == 1 ? "" : "s",
+           n[0] ? " (" : "", sizes[0], n[0] ? ")" : "");
+  if (n[1])
+    text_add(out, size, "; %d registration%s came back NULL (%s): no window",
+             n[1], n[1] == 1 ? "" : "s", sizes[1]);
+  if (n[2])
+    text_add(out, size, "; %d registration%s in a group that never ended (%s)",
+             n[2], n[2] == 1 ? "" : "s", sizes[2]);
 }
 
 /* ------------------------------------------------------------ at exit */
@@ -203,7 +217,16 @@ static void replays_report(void)
   engine_piece *pieces = NULL;
   size_t n = engine_probe_pieces(&pieces);
   qsort(pieces, n, sizeof *pieces, by_launch);
-  comm_rec r = {.nranks = 2, /* not one rank's local copy: it is not known */
+  /* One rank's local copy where every captured call was on a
+   * communicator of one rank; else not known to be. */
+  int one_rank = 0, other = 0;
+  for (const comm_rec *c = comms; c; c = c->next)
+    for (int i = 0; i < c->ncalls; i++)
+      if (c->calls[i].captured && c->nranks == 1)
+        one_rank++;
+      else if (c->calls[i].captured)
+        other++;
+  comm_rec r = {.nranks = one_rank && !other ? 1 : 2,
                 .calls = calloc(MAX_CALLS, sizeof(call))};
   engine_work w = {0};
   for (size_t i = 0; r.calls != NULL && i < n; i++) {
@@ -267,6 +290,7 @@ static void write_json(const comm_rec *c, const char *ran, const char *wins)
 void report(void)
 {
   pthread_mutex_lock(&lock);
+  settle_all();
   replays_report();
   int n = 0;
   for (comm_rec *c = comms; c; c = c->next, n++)
@@ -303,11 +327,14 @@ void report(void)
       char ranks[256] = "";
       if (in != NULL)
         what_ran_add_ranks(ranks, sizeof ranks, in, size);
-      if (all[i]->rank < 0)
+      if (all[i]->rank < 0 || size <= 0)
         snprintf(ranks, sizeof ranks, "a rank NCCL never said (its"
                                       " communicator was never ready)");
-      say("What ran (libwhatran): communicator %d, %d rank%s, %s: %s; %s\n",
-          all[i]->label, size, size == 1 ? "" : "s", ranks, ran[i], wins[i]);
+      char count[32] = "ranks not known";
+      if (size > 0)
+        snprintf(count, sizeof count, "%d rank%s", size, size == 1 ? "" : "s");
+      say("What ran (libwhatran): communicator %d, %s, %s: %s; %s\n",
+          all[i]->label, count, ranks, ran[i], wins[i]);
       free(in);
     }
   }

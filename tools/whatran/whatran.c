@@ -5,18 +5,20 @@
  *   [WHATRAN_OUT=FILE] [WHATRAN_JSON=FILE]
  *
  * Preloaded, it sits between the program and NCCL: it notes each
- * communicator (ncclCommInitRank, ncclCommInitRankConfig, ncclCommSplit),
- * each window (ncclCommWindowRegister, ...Deregister: its size and whether
- * the handle came back NULL), and each collective (the call's thread and
- * time, its sizes, whether each buffer lay in a window of its
- * communicator), and records with CUPTI the kernels and copies that each
- * call launched (the instruments' engine: the work whose launching CUDA
- * call the same thread made during the NCCL call, or during the
- * ncclGroupEnd that ended its group). When a communicator is destroyed,
- * and at exit for any left, it classifies the work as the programs' own
- * What ran does (what_ran_describe) and, at exit, writes per communicator
- * one line per distinct outcome, the ranks of this process that share it
- * said once:
+ * communicator, whatever call made it (ncclCommInitRank, ...RankConfig,
+ * ...RankScalable, ncclCommInitAll, ncclCommSplit, ncclCommShrink,
+ * ncclCommGrow, or one it first meets in a collective), each window
+ * (ncclCommWindowRegister, ...Deregister: its size, and its handle, read
+ * once NCCL wrote it), and each collective (the call's thread and time,
+ * its sizes, whether each buffer lay in a window of its communicator,
+ * whether it was in place), and records with CUPTI the kernels and copies
+ * that each call launched (the instruments' engine: the work whose
+ * launching CUDA call the same thread made during the NCCL call, or during
+ * the ncclGroupEnd that ended its group). When a communicator is
+ * destroyed, and at exit for any left, it classifies the work as the
+ * programs' own What ran does (what_ran_describe) and, at exit, writes per
+ * communicator one line per distinct outcome, the ranks of this process
+ * that share it said once:
  *
  *   What ran (libwhatran): communicator 1, 2 ranks, ranks 0-1:
  *     AllReduce of 4 KiB (3 calls): NCCL's symmetric kernel ...; ...
@@ -27,11 +29,18 @@
  * stderr (or to WHATRAN_OUT, appended); WHATRAN_JSON appends one JSON
  * object per rank and communicator. It changes nothing the program sees:
  * every call is passed on with its arguments and its result returned.
- * CUPTI failing (or held by a profiler) makes its lines "not measured".
+ * It links neither CUPTI nor the CUDA runtime (loader.c): without CUPTI,
+ * or with CUPTI failing (or held by a profiler), its lines say "not
+ * measured". A child process forked from a measured one reports its own
+ * communicators only, unmeasured: CUPTI is not used after a fork.
  *
  * Replays of CUDA graphs are said apart: CUPTI ties their work to the graph
  * launch, of no one communicator. Limits: the first MAX_CALLS calls of
  * each communicator are classified (the rest counted).
+ *
+ * Files: whatran.c (this: the library's life, the calls that make
+ * communicators), collectives.c (windows, groups, collectives),
+ * records.c, report.c, loader.c (whatran.h says what each keeps).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* dlsym(RTLD_NEXT), dl_iterate_phdr */
@@ -41,13 +50,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "whatran.h"
 
+/* Calls of newer NCCL releases than the nccl.h this may be built with:
+ * declared as NCCL 2.30.7's nccl.h declares them (the same declaration
+ * twice is allowed; a different one fails the build). */
+ncclResult_t ncclCommInitRankScalable(ncclComm_t *newcomm, int nranks,
+                                      int myrank, int nId,
+                                      ncclUniqueId *commIds,
+                                      ncclConfig_t *config);
+ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksList,
+                            int excludeRanksCount, ncclComm_t *newcomm,
+                            ncclConfig_t *config, int shrinkFlags);
+ncclResult_t ncclCommGrow(ncclComm_t comm, int nRanks,
+                          const ncclUniqueId *uniqueId, int rank,
+                          ncclComm_t *newcomm, ncclConfig_t *config);
+
 /* ------------------------------------------------------ the real calls */
 
-/* The next definition of `name` after this library: NCCL's or CUDA's. */
-static void *next_of(const char *name)
+void *next_of(const char *name)
 {
   void *f = dlsym(RTLD_NEXT, name);
   if (f == NULL) {
@@ -58,12 +81,13 @@ static void *next_of(const char *name)
   }
   return f;
 }
-#define NEXT(name)                                                             \
-  static __typeof__(name) *next_fn;                                            \
-  if (next_fn == NULL)                                                         \
-  next_fn = (__typeof__(name) *)next_of(#name)
 
-static uint64_t now(void) { return measuring == 1 ? engine_probe_now() : 0; }
+uint64_t now(void) { return measuring == 1 ? engine_probe_now() : 0; }
+
+/* ---------------------------------------------- the library's own life */
+
+static pid_t owner;      /* the process that loaded it */
+static int nccl_at_load; /* NCCL was loaded before the program started */
 
 /* dl_iterate_phdr: is a library named like NCCL's loaded? */
 static int nccl_library(struct dl_phdr_info *info, size_t size, void *found)
@@ -76,151 +100,192 @@ static int nccl_library(struct dl_phdr_info *info, size_t size, void *found)
   return 0;
 }
 
-/* At exit, where no communicator was seen: if NCCL is loaded all the same,
- * the program called it past this library (through a handle of its own,
- * as a Python binding that opens libnccl.so itself does), and says so.
- * Registered at load: it touches no CUDA. */
-static void bypassed(void)
+/* At exit, where no communicator was seen. NCCL loaded with the program
+ * (a library it links) is reached through this library's wrappers: the
+ * program made no communicator. NCCL opened later may be reached past
+ * them, through dlsym on a handle of the program's own. */
+static void nothing_seen(void)
 {
   int found = 0;
-  if (comms == NULL)
-    dl_iterate_phdr(nccl_library, &found);
-  if (found)
+  if (comms != NULL || getpid() != owner)
+    return;
+  dl_iterate_phdr(nccl_library, &found);
+  if (found && nccl_at_load)
+    say("What ran (libwhatran): the program made no NCCL communicator"
+        " (it may have stopped before its first NCCL call)\n");
+  else if (found)
     say("What ran (libwhatran): NCCL is loaded in this process, but no call"
-        " to it went through this library: the program reaches NCCL through"
-        " a handle of its own (as a Python binding that opens libnccl.so"
-        " itself does), and nothing can be said of its communicators\n");
+        " to it went through this library: the program made no"
+        " communicator, or it reaches NCCL through a handle of its own"
+        " (dlsym on a dlopen'd libnccl, as some Python bindings do), and"
+        " then nothing can be said of its communicators\n");
 }
 
-__attribute__((constructor)) static void loaded(void) { atexit(bypassed); }
+/* fork: the lock is held across it, so that no record is half written;
+ * the child keeps none of the parent's records and uses no CUPTI. */
+static void before_fork(void) { pthread_mutex_lock(&lock); }
+static void after_fork_parent(void) { pthread_mutex_unlock(&lock); }
+static void after_fork_child(void)
+{
+  pthread_mutex_init(&lock, NULL);
+  comms = NULL; /* the parent's, left as they are */
+  measuring = MEASURING_FORKED;
+}
 
-static void start_measuring(void)
+/* Registered at load: it touches no CUDA. */
+__attribute__((constructor)) static void loaded(void)
+{
+  owner = getpid();
+  dl_iterate_phdr(nccl_library, &nccl_at_load);
+  pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+  atexit(nothing_seen);
+}
+
+void start_measuring(void)
 {
   pthread_mutex_lock(&lock);
-  int first = measuring < 0;
+  int first = measuring == MEASURING_NOT_STARTED;
   if (first)
     measuring = 0;
   pthread_mutex_unlock(&lock);
   if (!first)
     return;
   measuring = engine_probe_start();
+  /* Registered once the program has used CUDA: the report runs before the
+   * CUDA runtime's own exit handler. */
   atexit(report);
 }
 
-/* ------------------------------------------------------ the wrappers */
+/* --------------------------------------- the calls that make communicators */
 
-ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id,
-                              int rank)
+/* The library is built with -fvisibility=hidden: the wrappers alone are
+ * what the program sees. */
+#define EXPORTED __attribute__((visibility("default")))
+
+/* A communicator made by `call` from `key` (the bytes that are the same
+ * on every rank of it in this process: a unique id, a parent's label).
+ * ncclInProgress: a non-blocking communicator, its rank known later. */
+static void made(ncclResult_t res, ncclComm_t *comm, const char *call,
+                 const void *key, size_t bytes)
+{
+  if ((res != ncclSuccess && res != ncclInProgress) || comm == NULL ||
+      *comm == NULL)
+    return;
+  ncclUniqueId id;
+  memset(&id, 0, sizeof id);
+  int n = snprintf(id.internal, sizeof id.internal, "%s:", call);
+  memcpy(id.internal + n, key, bytes < sizeof id - n ? bytes : sizeof id - n);
+  pthread_mutex_lock(&lock);
+  int label = label_of(&id);
+  pthread_mutex_unlock(&lock);
+  note_comm(*comm, label);
+}
+
+/* A communicator's label in this process, 0 if it was never seen. */
+static int label_now(ncclComm_t comm)
+{
+  pthread_mutex_lock(&lock);
+  comm_rec *c = find(comm);
+  int label = c ? c->label : 0;
+  pthread_mutex_unlock(&lock);
+  return label;
+}
+
+EXPORTED ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks,
+                                       ncclUniqueId id, int rank)
 {
   NEXT(ncclCommInitRank);
   start_measuring();
   ncclResult_t res = next_fn(comm, nranks, id, rank);
-  if (res == ncclSuccess || res == ncclInProgress) {
-    pthread_mutex_lock(&lock);
-    int label = label_of(&id);
-    pthread_mutex_unlock(&lock);
-    note_comm(*comm, label);
-  }
+  made(res, comm, "id", &id, sizeof id);
   return res;
 }
 
-ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks,
-                                    ncclUniqueId id, int rank,
-                                    ncclConfig_t *config)
+EXPORTED ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks,
+                                             ncclUniqueId id, int rank,
+                                             ncclConfig_t *config)
 {
   NEXT(ncclCommInitRankConfig);
   start_measuring();
   ncclResult_t res = next_fn(comm, nranks, id, rank, config);
-  if (res == ncclSuccess || res == ncclInProgress) {
-    pthread_mutex_lock(&lock);
-    int label = label_of(&id);
-    pthread_mutex_unlock(&lock);
-    note_comm(*comm, label);
-  }
+  made(res, comm, "id", &id, sizeof id);
   return res;
 }
 
-ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
-                           ncclComm_t *newcomm, ncclConfig_t *config)
+EXPORTED ncclResult_t ncclCommInitRankScalable(ncclComm_t *comm, int nranks,
+                                               int rank, int nId,
+                                               ncclUniqueId *ids,
+                                               ncclConfig_t *config)
+{
+  NEXT(ncclCommInitRankScalable);
+  start_measuring();
+  ncclResult_t res = next_fn(comm, nranks, rank, nId, ids, config);
+  if (nId > 0 && ids != NULL)
+    made(res, comm, "id", &ids[0], sizeof ids[0]);
+  return res;
+}
+
+/* ndev ranks of one communicator, all in this process. */
+EXPORTED ncclResult_t ncclCommInitAll(ncclComm_t *comms_out, int ndev,
+                                      const int *devlist)
+{
+  NEXT(ncclCommInitAll);
+  start_measuring();
+  static int calls; /* each call is a communicator of its own */
+  pthread_mutex_lock(&lock);
+  int key = ++calls;
+  pthread_mutex_unlock(&lock);
+  ncclResult_t res = next_fn(comms_out, ndev, devlist);
+  for (int i = 0; i < ndev && comms_out != NULL; i++)
+    made(res, &comms_out[i], "all", &key, sizeof key);
+  return res;
+}
+
+EXPORTED ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
+                                    ncclComm_t *newcomm, ncclConfig_t *config)
 {
   NEXT(ncclCommSplit);
+  int parent[2] = {label_now(comm), color};
   ncclResult_t res = next_fn(comm, color, key, newcomm, config);
-  if ((res == ncclSuccess || res == ncclInProgress) && *newcomm != NULL) {
-    /* A split communicator's label: its parent's and its color. */
-    ncclUniqueId id;
-    memset(&id, 0, sizeof id);
-    pthread_mutex_lock(&lock);
-    comm_rec *parent = find(comm);
-    int base = parent ? parent->label : 0;
-    pthread_mutex_unlock(&lock);
-    snprintf(id.internal, sizeof id.internal, "split %d %d", base, color);
-    pthread_mutex_lock(&lock);
-    int label = label_of(&id);
-    pthread_mutex_unlock(&lock);
-    note_comm(*newcomm, label);
-  }
+  made(res, newcomm, "split", parent, sizeof parent);
   return res;
 }
 
-ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size,
-                                    ncclWindow_t *win, int flags)
+EXPORTED ncclResult_t ncclCommShrink(ncclComm_t comm, int *exclude,
+                                     int nexclude, ncclComm_t *newcomm,
+                                     ncclConfig_t *config, int flags)
 {
-  NEXT(ncclCommWindowRegister);
-  ncclResult_t res = next_fn(comm, buff, size, win, flags);
-  pthread_mutex_lock(&lock);
-  comm_rec *c = find(comm);
-  if (res == ncclSuccess && c != NULL && c->nwindows < MAX_WINDOWS && win)
-    c->windows[c->nwindows++] =
-        (window){.buf = buff, .size = size, .where = win, .live = 1,
-                 /* inside a group NCCL writes it at the group's end */
-                 .handle = group_depth == 0 ? *win : NULL};
-  pthread_mutex_unlock(&lock);
+  NEXT(ncclCommShrink);
+  int parent = label_now(comm);
+  ncclResult_t res = next_fn(comm, exclude, nexclude, newcomm, config, flags);
+  made(res, newcomm, "shrink", &parent, sizeof parent);
   return res;
 }
 
-ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win)
+EXPORTED ncclResult_t ncclCommGrow(ncclComm_t comm, int nranks,
+                                   const ncclUniqueId *id, int rank,
+                                   ncclComm_t *newcomm, ncclConfig_t *config)
 {
-  NEXT(ncclCommWindowDeregister);
-  pthread_mutex_lock(&lock);
-  comm_rec *c = find(comm);
-  for (int i = 0; c != NULL && i < c->nwindows; i++)
-    if (c->windows[i].live && c->windows[i].handle == win && win != NULL) {
-      c->windows[i].live = 0;
-      c->windows[i].where = NULL; /* the program may reuse its variable */
-      break;
-    }
-  pthread_mutex_unlock(&lock);
-  return next_fn(comm, win);
-}
-
-ncclResult_t ncclGroupStart(void)
-{
-  NEXT(ncclGroupStart);
-  group_depth++;
-  return next_fn();
-}
-
-ncclResult_t ncclGroupEnd(void)
-{
-  NEXT(ncclGroupEnd);
-  ncclResult_t res = next_fn();
-  if (group_depth > 0 && --group_depth == 0)
-    end_group(now());
+  NEXT(ncclCommGrow);
+  start_measuring();
+  ncclResult_t res = next_fn(comm, nranks, id, rank, newcomm, config);
+  if (id != NULL)
+    made(res, newcomm, "id", id, sizeof *id);
   return res;
-}
-
-static size_t type_bytes(ncclDataType_t t)
-{
-  switch (t) {
-  case ncclInt8: case ncclUint8: return 1;
-  case ncclFloat16: case ncclBfloat16: return 2;
-  case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
-  default: return 8;
-  }
 }
 
 /* Where a communicator is destroyed, its calls are classified: the handle
- * may be reused by the next one. */
+ * may be reused by the next one. Before it goes: the last chance to ask
+ * its rank. */
+static void before_destroy(ncclComm_t comm)
+{
+  pthread_mutex_lock(&lock);
+  comm_rec *c = find(comm);
+  if (c != NULL)
+    settle(c);
+  pthread_mutex_unlock(&lock);
+}
+
 static void retire(ncclComm_t comm)
 {
   pthread_mutex_lock(&lock);
@@ -232,17 +297,7 @@ static void retire(ncclComm_t comm)
   pthread_mutex_unlock(&lock);
 }
 
-/* Before the communicator goes: the last chance to ask its rank. */
-static void before_destroy(ncclComm_t comm)
-{
-  pthread_mutex_lock(&lock);
-  comm_rec *c = find(comm);
-  if (c != NULL)
-    settle(c);
-  pthread_mutex_unlock(&lock);
-}
-
-ncclResult_t ncclCommDestroy(ncclComm_t comm)
+EXPORTED ncclResult_t ncclCommDestroy(ncclComm_t comm)
 {
   NEXT(ncclCommDestroy);
   before_destroy(comm);
@@ -251,75 +306,11 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm)
   return res;
 }
 
-ncclResult_t ncclCommAbort(ncclComm_t comm)
+EXPORTED ncclResult_t ncclCommAbort(ncclComm_t comm)
 {
   NEXT(ncclCommAbort);
   before_destroy(comm);
   ncclResult_t res = next_fn(comm);
   retire(comm);
-  return res;
-}
-
-ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count,
-                           ncclDataType_t type, ncclRedOp_t op,
-                           ncclComm_t comm, cudaStream_t stream)
-{
-  NEXT(ncclAllReduce);
-  uint64_t t0 = now();
-  ncclResult_t res = next_fn(send, recv, count, type, op, comm, stream);
-  size_t bytes = count * type_bytes(type);
-  note_call(comm, ALLREDUCE, send, bytes, recv, bytes, stream, t0, now());
-  return res;
-}
-
-ncclResult_t ncclAllGather(const void *send, void *recv, size_t count,
-                           ncclDataType_t type, ncclComm_t comm,
-                           cudaStream_t stream)
-{
-  NEXT(ncclAllGather);
-  uint64_t t0 = now();
-  ncclResult_t res = next_fn(send, recv, count, type, comm, stream);
-  int n = size_of(comm);
-  size_t bytes = count * type_bytes(type);
-  note_call(comm, ALLGATHER, send, bytes, recv, bytes * (size_t)(n > 0 ? n : 1),
-            stream, t0, now());
-  return res;
-}
-
-ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t count,
-                               ncclDataType_t type, ncclRedOp_t op,
-                               ncclComm_t comm, cudaStream_t stream)
-{
-  NEXT(ncclReduceScatter);
-  uint64_t t0 = now();
-  ncclResult_t res = next_fn(send, recv, count, type, op, comm, stream);
-  int n = size_of(comm);
-  size_t bytes = count * type_bytes(type);
-  note_call(comm, REDUCESCATTER, send, bytes * (size_t)(n > 0 ? n : 1), recv,
-            bytes, stream, t0, now());
-  return res;
-}
-
-ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count,
-                           ncclDataType_t type, int root, ncclComm_t comm,
-                           cudaStream_t stream)
-{
-  NEXT(ncclBroadcast);
-  uint64_t t0 = now();
-  ncclResult_t res = next_fn(send, recv, count, type, root, comm, stream);
-  size_t bytes = count * type_bytes(type);
-  note_call(comm, BROADCAST, send, bytes, recv, bytes, stream, t0, now());
-  return res;
-}
-
-ncclResult_t ncclReduce(const void *send, void *recv, size_t count,
-                        ncclDataType_t type, ncclRedOp_t op, int root,
-                        ncclComm_t comm, cudaStream_t stream)
-{
-  NEXT(ncclReduce);
-  uint64_t t0 = now();
-  ncclResult_t res = next_fn(send, recv, count, type, op, root, comm, stream);
-  size_t bytes = count * type_bytes(type);
-  note_call(comm, REDUCE, send, bytes, recv, bytes, stream, t0, now());
   return res;
 }

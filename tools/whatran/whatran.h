@@ -1,7 +1,8 @@
 /* libwhatran.so's parts (tools/whatran): the records of communicators,
  * windows and calls (records.c), their classification and the report at
- * exit (report.c), and the wrapped NCCL calls (whatran.c, whose header
- * says what the library does). Everything here is hidden from the program
+ * exit (report.c), the wrapped NCCL calls (whatran.c, whose header says
+ * what the library does, and collectives.c), and CUPTI and the CUDA
+ * runtime found at run time (loader.c). Everything here is hidden from the program
  * the library is preloaded into: only the wrappers are its interface. */
 #ifndef WHATRAN_H
 #define WHATRAN_H
@@ -29,14 +30,19 @@ extern const char *const coll_names[NCOLLS];
 typedef struct window {
   const char *buf;
   size_t size;
-  ncclWindow_t *where; /* the program's handle: read once NCCL wrote it */
-  ncclWindow_t handle;
+  ncclWindow_t *where;   /* inside a group: the program's handle, read at
+                            the group's end (then NULL) */
+  uint32_t thread;       /* ... by the thread that registered it */
+  ncclWindow_t handle;   /* what NCCL wrote: NULL is no window */
+  int read;              /* handle is what NCCL wrote */
   int live;
 } window;
 
 typedef struct call {
   enum coll coll;
+  size_t send_bytes, recv_bytes;
   size_t bytes;          /* the larger of its buffers */
+  int in_place;          /* works in place: at one rank, nothing to move */
   int send_in, recv_in;  /* each buffer inside a window of the communicator */
   int send_null, recv_null; /* ... inside a registration whose handle is NULL */
   int captured;          /* queued into a CUDA graph being captured */
@@ -50,7 +56,7 @@ typedef struct call {
 typedef struct comm_rec {
   ncclComm_t comm;
   int label;             /* communicator N, as this process numbers them */
-  int rank, nranks;
+  int rank, nranks;      /* -1 and 0 until NCCL said them */
   int done;              /* destroyed: classified, and its handle reusable */
   window windows[MAX_WINDOWS];
   int nwindows;
@@ -60,20 +66,44 @@ typedef struct comm_rec {
   struct comm_rec *next;
 } comm_rec;
 
+/* measuring: engine_probe_start's 1 (CUPTI records) or 0, or one of: */
+#define MEASURING_NOT_STARTED (-1)
+#define MEASURING_FORKED 2 /* a child forked from this process: no CUPTI */
+
 extern pthread_mutex_t lock;      /* held for every record below */
 extern comm_rec *comms;          /* newest first */
-extern int measuring;            /* -1: not started; then engine_probe_start's */
+extern int measuring;            /* MEASURING_NOT_STARTED, then as above */
 extern _Thread_local int group_depth; /* inside ncclGroupStart .. End */
+
+/* whatran.c */
+/* The next definition of `name` after this library (NCCL's); aborts,
+ * naming it, where there is none. */
+void *next_of(const char *name);
+/* `next_fn`: the real call, resolved once (an atomic pointer: threads may
+ * resolve it at once, and get the same value). */
+#define NEXT(name)                                                             \
+  static __typeof__(name) *next_##name;                                        \
+  __typeof__(name) *next_fn = __atomic_load_n(&next_##name, __ATOMIC_ACQUIRE); \
+  if (next_fn == NULL) {                                                       \
+    next_fn = (__typeof__(name) *)next_of(#name);                              \
+    __atomic_store_n(&next_##name, next_fn, __ATOMIC_RELEASE);                 \
+  }
+uint64_t now(void);          /* CUPTI's clock while measuring, else 0 */
+void start_measuring(void);  /* once, at the first communicator */
 
 /* records.c (the lock held unless said) */
 comm_rec *find(ncclComm_t comm);
 int label_of(const ncclUniqueId *id);
-void settle(comm_rec *c);
+void settle(comm_rec *c);     /* asks NCCL c's rank, once it is ready */
+void settle_all(void);
 void note_comm(ncclComm_t comm, int label);       /* takes the lock */
 int size_of(ncclComm_t comm);                     /* takes the lock */
-void note_call(ncclComm_t comm, enum coll coll, const void *send,
-               size_t send_bytes, const void *recv, size_t recv_bytes,
-               cudaStream_t stream, uint64_t t0, uint64_t t1); /* takes it */
+int rank_of(ncclComm_t comm);                     /* takes the lock */
+/* A collective on comm: `what` holds its sizes and in_place; a
+ * communicator not seen before is noted then. Takes the lock. */
+void note_call(ncclComm_t comm, enum coll coll, const call *what,
+               const void *send, const void *recv, cudaStream_t stream,
+               uint64_t t0, uint64_t t1);
 void end_group(uint64_t t1);                      /* takes the lock */
 
 /* report.c */
