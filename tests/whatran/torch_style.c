@@ -1,0 +1,120 @@
+/* A program that uses NCCL as PyTorch's ProcessGroupNCCL does, for
+ * tools/whatran's cases (tests/suites/63-whatran.sh) and its runs on a GPU:
+ * ranks as threads (NTHREADS, default 2; GPU = rank mod the GPUs), each
+ *   - makes its communicator non-blocking (ncclCommInitRankConfig with
+ *     config.blocking = 0) and polls ncclCommGetAsyncError until it is
+ *     ready, as PyTorch does,
+ *   - splits it by rank parity (ncclCommSplit, non-blocking too),
+ *   - runs an AllReduce of 1 MiB in windows on the parent, captures the
+ *     same AllReduce into a CUDA graph and replays it 3 times, and runs an
+ *     AllGather of 1 MiB a rank on the split communicator, buffers not in
+ *     windows.
+ * It prints one line per rank, in rank order; its output must not change
+ * under the preload. */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#define COUNT (256 * 1024) /* floats: 1 MiB */
+
+static ncclUniqueId id;
+static int nranks = 2, ngpus = 1;
+
+/* Polls a non-blocking communicator until NCCL says it is ready. */
+static int ready(ncclComm_t comm)
+{
+  ncclResult_t state = ncclInProgress;
+  while (state == ncclInProgress)
+    if (ncclCommGetAsyncError(comm, &state) != ncclSuccess)
+      return 0;
+  return state == ncclSuccess;
+}
+
+static void *rank_main(void *arg)
+{
+  int rank = (int)(intptr_t)arg, bad = 0;
+  cudaSetDevice(rank % ngpus);
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclComm_t world, half;
+  ncclResult_t res = ncclCommInitRankConfig(&world, nranks, id, rank, &config);
+  bad |= (res != ncclSuccess && res != ncclInProgress) || !ready(world);
+  res = ncclCommSplit(world, rank % 2, rank, &half, &config);
+  bad |= (res != ncclSuccess && res != ncclInProgress) || !ready(half);
+  int half_size = 0;
+  ncclCommCount(half, &half_size);
+
+  cudaStream_t s;
+  cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  float *x, *y, *g;
+  ncclMemAlloc((void **)&x, COUNT * sizeof(float));
+  ncclMemAlloc((void **)&y, COUNT * sizeof(float));
+  cudaMalloc((void **)&g, (size_t)half_size * COUNT * sizeof(float));
+  cudaMemsetAsync(x, 0, COUNT * sizeof(float), s);
+  ncclWindow_t wx = NULL, wy = NULL;
+  ncclCommWindowRegister(world, x, COUNT * sizeof(float), &wx, NCCL_WIN_COLL_SYMMETRIC);
+  bad |= !ready(world);
+  ncclCommWindowRegister(world, y, COUNT * sizeof(float), &wy, NCCL_WIN_COLL_SYMMETRIC);
+  bad |= !ready(world);
+
+  bad |= ncclAllReduce(x, y, COUNT, ncclFloat, ncclSum, world, s) != ncclSuccess;
+  bad |= !ready(world);
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+  bad |= ncclAllReduce(x, y, COUNT, ncclFloat, ncclSum, world, s) != ncclSuccess;
+  bad |= !ready(world);
+  cudaStreamEndCapture(s, &graph);
+  cudaGraphInstantiate(&exec, graph, 0);
+  for (int i = 0; i < 3; i++)
+    cudaGraphLaunch(exec, s);
+  bad |= ncclAllGather(x, g, COUNT, ncclFloat, half, s) != ncclSuccess;
+  bad |= !ready(half);
+  bad |= cudaStreamSynchronize(s) != cudaSuccess;
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+
+  if (wx != NULL)
+    ncclCommWindowDeregister(world, wx);
+  if (wy != NULL)
+    ncclCommWindowDeregister(world, wy);
+  bad |= !ready(world);
+  ncclMemFree(x);
+  ncclMemFree(y);
+  cudaFree(g);
+  cudaStreamDestroy(s);
+  ncclCommFinalize(half);
+  ncclCommFinalize(world);
+  bad |= !ready(half) || !ready(world);
+  ncclCommDestroy(half);
+  ncclCommDestroy(world);
+  return (void *)(intptr_t)bad;
+}
+
+int main(void)
+{
+  const char *n = getenv("NTHREADS");
+  if (n != NULL && atoi(n) > 0)
+    nranks = atoi(n);
+  if (cudaGetDeviceCount(&ngpus) != cudaSuccess || ngpus < 1)
+    ngpus = 1;
+  ncclGetUniqueId(&id);
+  pthread_t *t = calloc((size_t)nranks, sizeof *t);
+  if (t == NULL)
+    return 1;
+  for (intptr_t r = 0; r < nranks; r++)
+    pthread_create(&t[r], NULL, rank_main, (void *)r);
+  int bad = 0;
+  for (int r = 0; r < nranks; r++) {
+    void *res;
+    pthread_join(t[r], &res);
+    printf("rank %d: %s\n", r, res != NULL ? "an NCCL call failed" : "done");
+    bad |= res != NULL;
+  }
+  free(t);
+  return bad;
+}
