@@ -40,13 +40,22 @@ start=$(date +%s)
 } >"$out/machine.txt" 2>&1
 cat "$out/machine.txt"
 
-# 1. The suite's GPU cases (they build what they need).
-TEST_LOGS=$out/suite TEST_FILTER='^(gpu|python/gpu|python/shared-gpu)/' bash tests/run_tests.sh >"$out/gpu-cases.log" 2>&1
-step "GPU cases of the suite" $? "$(tail -n 1 "$out/gpu-cases.log")"
-grep -E '^not ok' "$out/gpu-cases.log"
-B=tests/build
+# 1. The suite's GPU cases (TEST_GPU=1), what they need built first: the
+# watchdog's hang cases, which mostly wait on their time limits, beside
+# the others.
+B=$PWD/tests/build
+make -s -C tests -j"$(nproc)" real-programs-pthread real-programs-mpi "$B/unit/gpu_facts" \
+  "$B/hooks/stall_in_register.so" "$B/hooks/stall_in_collective.so" "$B/hooks/cupti_enable_fails.so" >"$out/build.log" 2>&1 ||
+  step "build the real programs" $? "$out/build.log"
 "$B/unit/gpu_facts" >>"$out/machine.txt" 2>&1
 code=$(sed -n 's/^nccl=\([0-9]*\).*/\1/p' "$out/machine.txt")
+gpu_cases() { # NAME FILTER: one run of the suite's GPU cases, in the background
+  TEST_GPU=1 TEST_LOGS=$out/suite-$1 TEST_FILTER=$2 bash tests/run_tests.sh >"$out/gpu-cases-$1.log" 2>&1 &
+}
+gpu_cases hang '^gpu/hang/'
+hang_pid=$!
+gpu_cases other '^(gpu/(pthread|mpi|facts|what-ran|shared-gpu|emulated-nodes|cupti)|python/(gpu|shared-gpu))/'
+other_pid=$!
 
 # 2. compute-sanitizer. NCCL's allocator first probes fabric handles, which
 # it would list as API errors: --report-api-errors no keeps real errors.
@@ -61,7 +70,6 @@ sanitized() { # NAME LOG COMMAND...: a sanitizer run, its summary as the detail
   fi
   step "$name" $status "$(grep -h 'ERROR SUMMARY\|LEAK SUMMARY\|RACECHECK SUMMARY' "$log" | sort | uniq -c | tr -s ' ' | tr '\n' ' ')"
 }
-make -s -C tests real-programs-pthread real-programs-mpi >"$out/build.log" 2>&1 || step "build the real programs" $? "$out/build.log"
 for p in allreduce_sm allgather_ce; do
   NTHREADS=1 sanitized "memcheck $p, threads" "$out/memcheck-$p-pthread.log" "${sanitize[@]}" --leak-check full "$B/real-pthread/$p"
   sanitized "memcheck $p, MPI" "$out/memcheck-$p-mpi.log" mpirun -np 1 "${sanitize[@]}" --leak-check full "$B/real-mpi/$p"
@@ -108,6 +116,12 @@ for p in "${pages[@]}"; do
   IFS=: read -r page pid log <<<"$p"
   wait "$pid"
   step "the GPU blocks of $page${share:+ (ranks sharing the GPU)}" $? "$(tail -n 1 "$log")"
+done
+
+for run in hang:$hang_pid other:$other_pid; do
+  wait "${run#*:}"
+  step "GPU cases of the suite (${run%%:*})" $? "$(tail -n 1 "$out/gpu-cases-${run%%:*}.log")"
+  grep -E '^not ok' "$out/gpu-cases-${run%%:*}.log"
 done
 
 # 4. What NCCL chose, in its own words.

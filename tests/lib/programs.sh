@@ -35,6 +35,27 @@ z.extractall(sys.argv[2], [n for n in z.namelist() if n.startswith("nvidia/nccl/
   [ -e "$LSA_NCCL_HOME/include/nccl.h" ] ||
     LSA_MISSING="no nccl.h >= 2.30.7 for allreduce_lsa: NCCL_HOME is ${NCCL_HOME:-unset}, and no nvidia_nccl_cu13-$LSA_WHEEL_VERSION wheel in ${NCCL_WHEELS:-~/.cache/nccl-wheels} (NCCL_MATRIX_DOWNLOAD=1 downloads it)"
 fi
+# The NCCL the suite's builds find, as the toolchain finds it: NCCL_HOME's,
+# else CUDA_HOME's where it has one (this project's CI machine), else the
+# system's (nccl.h in the compiler's paths, libnccl.so.2 from ldconfig: a
+# GPU machine with NCCL from its packages). SUITE_NCCL_HOME is the folder
+# to name to CMake (empty: CMake looks in the default places);
+# SUITE_NCCL_H and SUITE_NCCL_SO are the files.
+cuda_dir=${CUDA_HOME:-/usr/local/cuda}
+if [ -n "${NCCL_HOME:-}" ]; then
+  SUITE_NCCL_HOME=$NCCL_HOME SUITE_NCCL_H=$NCCL_HOME/include/nccl.h
+  SUITE_NCCL_SO=$(ls "$NCCL_HOME"/lib/libnccl.so.2 "$NCCL_HOME"/lib64/libnccl.so.2 2>/dev/null | head -n 1)
+elif [ -e "$cuda_dir/include/nccl.h" ]; then
+  SUITE_NCCL_HOME=$cuda_dir SUITE_NCCL_H=$cuda_dir/include/nccl.h
+  SUITE_NCCL_SO=$(ls "$cuda_dir"/lib64/libnccl.so.2 "$cuda_dir"/lib/libnccl.so.2 2>/dev/null | head -n 1)
+else
+  SUITE_NCCL_HOME=""
+  SUITE_NCCL_H=$(printf '#include <nccl.h>\n' | cc -E -x c - 2>/dev/null | sed -n 's/^# [0-9]* "\(.*nccl\.h\)".*/\1/p' | head -n 1)
+  SUITE_NCCL_SO=$(ldconfig -p 2>/dev/null | awk '$1 == "libnccl.so.2" { print $NF; exit }')
+fi
+# -DNCCL_HOME=... for CMake where the suite's NCCL is in a folder of its own.
+CMAKE_NCCL=(${SUITE_NCCL_HOME:+"-DNCCL_HOME=$SUITE_NCCL_HOME"})
+
 SMALL=4096 # floats per rank in the simulated runs: fast, still many pages
 # Builds whose point is not the compiler's output (a seam, a layout, an
 # example's own `make test`) compile unoptimised: faster, and the real
@@ -122,6 +143,17 @@ if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
       NGPUS=$((NGPUS + 1))
     done
   fi
+fi
+# The real programs' cases on GPUs (tests/suites/90-gpu.sh, 91-python.sh)
+# run under `make test-gpu` (TEST_GPU=1, tools/check_gpu_machine.sh):
+# `make test` is the same suite on a GPU machine as on one without.
+# GPU_CASES_SKIPPED says why they do not run here, or is empty.
+if [ "$NGPUS" = 0 ]; then
+  GPU_CASES_SKIPPED="no GPU visible (nvidia-smi lists none): the real programs ran only up to the GPU check"
+elif [ "${TEST_GPU:-0}" != 1 ]; then
+  GPU_CASES_SKIPPED="make test-gpu runs the cases on this machine's $NGPUS GPU(s)"
+else
+  GPU_CASES_SKIPPED=""
 fi
 # gpu_run ARGS...: `run` for a real program on the GPUs lent to the suite.
 gpu_run() {

@@ -85,7 +85,7 @@ if begin seam/lesson-copied-with-common-alone; then
     want_status 0
     lean_run "$prog" "$d/$ex/c/$prog"
     command -v cmake >/dev/null || continue
-    run cmake -S "$d/$ex/c" -B "$d/$ex/c/cmake-build" -DNCCL_HOME="${CUDA_HOME:-/usr/local/cuda}" \
+    run cmake -S "$d/$ex/c" -B "$d/$ex/c/cmake-build" "${CMAKE_NCCL[@]}" \
       -DRUNTIME_LIBS="$B/sim-pthread/sim.o" -DCMAKE_EXE_LINKER_FLAGS=-Wl,--wrap=set_error_rank
     want_status 0
     run cmake --build "$d/$ex/c/cmake-build" -j"$(nproc)"
@@ -148,7 +148,7 @@ cmake_build() { # cmake_build DIR ARGS...: configures and builds; sets $status
   local dir=$1
   shift
   rm -rf "$dir"
-  run cmake -S "$ROOT" -B "$dir" -DNCCL_HOME="${CUDA_HOME:-/usr/local/cuda}" "$@"
+  run cmake -S "$ROOT" -B "$dir" "${CMAKE_NCCL[@]}" "$@"
   [ "$status" = 0 ] || return
   cmake --build "$dir" -j"$(nproc)" >>"$f.out" 2>>"$f.err"
   status=$?
@@ -189,8 +189,9 @@ if command -v cmake >/dev/null && begin seam/cmake/nccl-in-a-wheel-layout-and-ct
   need sim-pthread/sim.o
   w=$B/cmake-wheel
   rm -rf "$w" && mkdir -p "$w/nccl/include" "$w/nccl/lib"
-  cuda=${CUDA_HOME:-/usr/local/cuda}
-  cp "$cuda/include/nccl.h" "$w/nccl/include/" && cp -L "$cuda/lib64/libnccl.so.2" "$w/nccl/lib/"
+  # The suite's NCCL (programs.sh), laid out as the wheel lays it out.
+  cp "$SUITE_NCCL_H" "$w/nccl/include/" && cp -L "$SUITE_NCCL_SO" "$w/nccl/lib/libnccl.so.2" ||
+    why+="no NCCL to lay out (nccl.h: '$SUITE_NCCL_H', libnccl.so.2: '$SUITE_NCCL_SO'); "
   run cmake -S "$ROOT" -B "$w/build" -DNCCL_HOME="$w/nccl"
   want_status 0
   want_out "Found NCCL: $w/nccl/lib/libnccl.so.2"

@@ -78,6 +78,7 @@ if [ -n "$LSA_MISSING" ] || [ "$headers_code" -gt 23007 ]; then
     SIM_NCCL_VERSION=23007
 else
   skip lsa/refuse/library-older-than-headers "the lesson's nccl.h is 2.30.7 (LSA_NCCL_HOME=$LSA_NCCL_HOME), the oldest it builds with: no NCCL it runs with can be older"
+  [ -z "$LIST" ] && echo "the loaded NCCL %s is older than the nccl.h %s this program was built with, and NCCL's device API refuses that: run with NCCL %s or newer, or build against the NCCL you run (make NCCL_HOME=dir) -- lsa/refuse/library-older-than-headers: the lesson's nccl.h is 2.30.7" >>"$LOG/skipped-messages.txt"
 fi
 refusal no-device-api "this communicator has no device API support (deviceApiSupport 0: docs/troubleshooting.md says when)" \
   NCCL_WIN_ENABLE=0 "Why not the lesson's kernel: deviceApiSupport 0 on ranks 0-1 (NCCL gives the device API where it gives symmetric windows: NCCL_WIN_ENABLE=0 is set"

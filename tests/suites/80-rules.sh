@@ -21,10 +21,23 @@ if begin rules/every-rule-has-a-wrong-program; then
     why+="rules in tests/sim: '$SIM_RULES'; rule programs: '$RULE_PROGRAMS'; "
   end
 fi
+# Two rules hold only for older NCCL: windows left registered at
+# ncclCommDestroy (freed by NCCL from 2.29.7) and sizes that differ per
+# rank (allowed from 2.30.7): their programs run as 2.28.9, whatever
+# nccl.h the simulation was built with (NCCL_HOME's 2.30.7 on a GPU
+# machine, say).
+rule_version() {
+  case $1 in deregister-before-destroy | symmetric-registration) echo 22809 ;; *) echo "" ;; esac
+}
 for rule in $SIM_RULES; do
   if begin "rules/violation/$rule"; then
     need sim-pthread/rules
-    SIM_DIR=$TMPDIR SIM_TIMEOUT_MS=1000 run "$B/sim-pthread/rules" "$rule"
+    version=$(rule_version "$rule")
+    if [ -n "$version" ]; then
+      SIM_NCCL_VERSION=$version SIM_DIR=$TMPDIR SIM_TIMEOUT_MS=1000 run "$B/sim-pthread/rules" "$rule"
+    else
+      SIM_DIR=$TMPDIR SIM_TIMEOUT_MS=1000 run "$B/sim-pthread/rules" "$rule"
+    fi
     want_status 70
     want_err "RULE VIOLATION [$rule]"
     end

@@ -60,8 +60,8 @@ if command -v python3 >/dev/null; then
   done
 fi
 PY_REASON=""
-if [ "$NGPUS" = 0 ]; then
-  PY_REASON="no GPU visible"
+if [ -n "$GPU_CASES_SKIPPED" ]; then
+  PY_REASON=$GPU_CASES_SKIPPED
 elif [ $HAVE_MPI = 0 ]; then
   PY_REASON="$NO_MPI"
 elif ! python3 -c "import nccl.core, cupy, mpi4py" >"$LOG/python-import.txt" 2>&1; then
