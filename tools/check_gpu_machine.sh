@@ -44,9 +44,12 @@ cat "$out/machine.txt"
 # watchdog's hang cases, which mostly wait on their time limits, beside
 # the others.
 B=$PWD/tests/build
-make -s -C tests -j"$(nproc)" real-programs-pthread real-programs-mpi "$B/unit/gpu_facts" \
-  "$B/hooks/stall_in_register.so" "$B/hooks/stall_in_collective.so" "$B/hooks/cupti_enable_fails.so" >"$out/build.log" 2>&1 ||
-  step "build the real programs" $? "$out/build.log"
+prebuilt="real-programs-pthread real-programs-mpi unit/gpu_facts hooks/stall_in_register.so
+  hooks/stall_in_collective.so hooks/cupti_enable_fails.so"
+# shellcheck disable=SC2046 # the list's words are the targets
+make -s -C tests -j"$(nproc)" $(for t in $prebuilt; do [[ $t == */* ]] && echo "$B/$t" || echo "$t"; done) \
+  >"$out/build.log" 2>&1 || step "build the real programs" $? "$out/build.log"
+export TEST_PREBUILT=$(echo $prebuilt) # the two runs below rebuild none of it
 "$B/unit/gpu_facts" >>"$out/machine.txt" 2>&1
 code=$(sed -n 's/^nccl=\([0-9]*\).*/\1/p' "$out/machine.txt")
 gpu_cases() { # NAME FILTER: one run of the suite's GPU cases, in the background
@@ -108,7 +111,7 @@ while read -r page; do
   rm -rf "$copy" && mkdir -p "$copy" && git ls-files -z | xargs -0 cp --parents -t "$copy"
   python3 tests/checks/doc_blocks.py --script "$page" "a GPU" "$copy" |
     sed "s|/path/to/nccl[-0-9.]*|${NCCL_HOME:-}|g" >"$copy.sh"
-  DOC_REPO=$copy CUDA_ARCH=$arch ${share:+NCCL_MULTI_RANK_GPU_ENABLE=1} \
+  DOC_REPO=$copy CUDA_ARCH=$arch NCCL_MULTI_RANK_GPU_ENABLE=${share:-${NCCL_MULTI_RANK_GPU_ENABLE:-0}} \
     timeout -k 5 $((limit * 3)) bash "$copy.sh" >"$copy.log" 2>&1 &
   pages+=("$page:$!:$copy.log")
 done <"$out/doc-pages.txt"

@@ -13,7 +13,9 @@
 # so that a filtered run builds only what its cases use.
 
 passed=0 failed=0 skipped=0 number=0
-BUILT=" " BUILD_FAILED=" "
+# TEST_PREBUILT: targets a caller built before starting this run (make
+# test-gpu runs two at once, which must not rebuild what the other runs).
+BUILT=" ${TEST_PREBUILT:-} " BUILD_FAILED=" "
 
 # begin NAME: starts a case; returns 1 (skip it) if TEST_FILTER excludes it.
 begin() {
