@@ -35,6 +35,9 @@ static void setup(const rank_ctx *ctx, lsa_setup *s, int barriers)
   s->win = NULL;
   NCCLCHECK(ncclCommWindowRegister(s->comm, s->buf, BYTES, &s->win,
                                    NCCL_WIN_COLL_SYMMETRIC));
+  /* The window's first bytes, written by this rank's host. */
+  CUDACHECK(cudaMemsetAsync(s->buf, 0, BYTES, cudaStreamPerThread));
+  CUDACHECK(cudaStreamSynchronize(cudaStreamPerThread));
   ncclDevCommRequirements_t reqs = {.size = sizeof reqs,
                                     .magic = NCCL_API_MAGIC,
                                     .version = BUILT,
@@ -74,41 +77,60 @@ static void leaves_cta_barrier(void *args)
   ncclsim_cta_sync();
 }
 
+/* A CTA's LSA barrier synced once, as ncclLsaBarrierSession's sync does. */
+static void barrier_sync(const ncclDevComm_t *dev, unsigned index, int order)
+{
+  unsigned long long epoch = ncclsim_lsa_session_open(dev, index);
+  ncclsim_lsa_arrive(dev, index, epoch, order);
+  ncclsim_lsa_wait(dev, index, epoch, order);
+  ncclsim_lsa_session_close(dev, index, epoch + 1);
+}
+
+/* What -fsanitize=thread makes the compiler call before an access in a
+ * simulated lesson (tests/sim/tsan_hooks.c): here by hand. */
+void __tsan_read4(void *p);
+
 static void reads_peer_first(void *args)
 {
   lsa_setup *s = args;
-  volatile float *peer = ncclsim_lsa_pointer(s->win, 0, s->peer);
-  (void)peer[0];
-  ncclsim_lsa_barrier_sync(&s->dev, 0, __ATOMIC_ACQUIRE);
-}
-
-static void ends_unreleased(void *args)
-{
-  lsa_setup *s = args;
-  ncclsim_lsa_barrier_sync(&s->dev, 0, __ATOMIC_ACQUIRE);
   float *peer = ncclsim_lsa_pointer(s->win, 0, s->peer);
-  peer[s->rank] = 1.0f;
+  __tsan_read4(peer); /* the peer's host wrote it: nothing acquired yet */
+  barrier_sync(&s->dev, 0, __ATOMIC_ACQUIRE);
 }
 
 static void peer_outside_team(void *args)
 {
   lsa_setup *s = args;
-  ncclsim_lsa_barrier_sync(&s->dev, 0, __ATOMIC_ACQUIRE);
+  barrier_sync(&s->dev, 0, __ATOMIC_ACQUIRE);
   (void)ncclsim_lsa_pointer(s->win, 0, 5);
 }
 
 static void barrier_past_count(void *args)
 {
   lsa_setup *s = args;
-  ncclsim_lsa_barrier_sync(&s->dev, 1, __ATOMIC_ACQUIRE); /* one asked for */
+  barrier_sync(&s->dev, 1, __ATOMIC_ACQUIRE); /* one asked for */
 }
 
 static void reads_past_window(void *args)
 {
   lsa_setup *s = args;
-  ncclsim_lsa_barrier_sync(&s->dev, 0, __ATOMIC_ACQUIRE);
+  barrier_sync(&s->dev, 0, __ATOMIC_ACQUIRE);
   volatile unsigned char *mine = ncclsim_lsa_pointer(s->win, 0, s->rank);
   (void)mine[BYTES]; /* one byte past the window and its allocation */
+}
+
+static void leaves_warp_barrier(void *args)
+{
+  (void)args;
+  if (ncclsim_lane_id() == 0)
+    return; /* the others wait for it at __syncwarp */
+  ncclsim_warp_sync(0xffffffffu);
+}
+
+static void unlaunched_shared_memory(void *args)
+{
+  (void)args;
+  (void)ncclsim_dynamic_shared(); /* the launch asked for none */
 }
 
 /* ------------------------------------------------------------ the cases */
@@ -123,8 +145,9 @@ static void reads_past_window(void *args)
     return 0;                                                                  \
   }
 KERNEL_CASE(cta_barrier, leaves_cta_barrier, 4)
-KERNEL_CASE(acquire_barrier, reads_peer_first, 1)
-KERNEL_CASE(release_barrier, ends_unreleased, 1)
+KERNEL_CASE(data_race, reads_peer_first, 1)
+KERNEL_CASE(warp_barrier, leaves_warp_barrier, 32)
+KERNEL_CASE(shared_memory, unlaunched_shared_memory, 1)
 KERNEL_CASE(lsa_pointer, peer_outside_team, 1)
 KERNEL_CASE(lsa_barrier, barrier_past_count, 1)
 KERNEL_CASE(memory_access, reads_past_window, 1)
@@ -150,8 +173,9 @@ static int barrier_counts_differ(const rank_ctx *ctx)
 
 const rule_case device_cases[] = {
     {"cta-barrier", cta_barrier},
-    {"lsa-acquire-barrier", acquire_barrier},
-    {"lsa-release-barrier", release_barrier},
+    {"lsa-data-race", data_race},
+    {"warp-barrier", warp_barrier},
+    {"shared-memory", shared_memory},
     {"lsa-pointer", lsa_pointer},
     {"lsa-barrier", lsa_barrier},
     {"memory-access", memory_access},

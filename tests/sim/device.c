@@ -187,7 +187,8 @@ ncclResult_t ncclDevCommCreate(ncclComm_t comm,
   void *slots = map_file(path, d->slots_bytes);
   finish_exchange(comm, LANE_HOST);
   d->epochs = calloc((size_t)(n ? n : 1), sizeof *d->epochs);
-  if (slots == MAP_FAILED || d->epochs == NULL)
+  d->holders = calloc((size_t)(n ? n : 1), sizeof *d->holders);
+  if (slots == MAP_FAILED || d->epochs == NULL || d->holders == NULL)
     sim_failure(call, "cannot map %s", path);
   d->slots = slots;
   pthread_mutex_lock(&lock);
@@ -224,6 +225,7 @@ ncclResult_t ncclDevCommDestroy(ncclComm_t comm, const ncclDevComm_t *devComm)
               " twice, or never created?)");
   munmap((void *)d->slots, d->slots_bytes);
   free(d->epochs);
+  free(d->holders);
   d->magic = 0;
   free(d);
   return ncclSuccess;

@@ -13,6 +13,7 @@
 struct sim_kernel {
   const char *name;
   dim3 grid, block;
+  size_t shared; /* its dynamic shared memory, bytes */
   int rank, device;
   void (*thread)(void *);
   void *args;
@@ -21,27 +22,56 @@ struct sim_kernel {
 
 /* A queued kernel, when it runs: every GPU thread, then freed (fibers.c). */
 void run_kernel(struct sim_kernel *k, uint32_t correlation);
-/* What the LSA rules follow of one GPU thread (lsa.c reads and writes
- * it; fibers.c keeps one per thread). */
-typedef struct lsa_view {
-  int barriers;        /* LSA barrier syncs it passed */
-  int acquired;        /* one of them acquired (acquire or stronger) */
-  int unreleased_peer; /* 1 + the peer whose window it reached since its
-                          last release barrier; 0: none */
-} lsa_view;
-/* The calling GPU thread's, or NULL outside a kernel; where it is, for
- * messages: "kernel K (CTA c, thread t)" and the kernel's rank. */
-lsa_view *current_lsa(void);
+/* Inside a kernel's GPU thread: 1, with its rank, its lane of the
+ * happens-before clocks (its CTA's index, or HB_NONE past HB_LANES) and
+ * its thread index in the CTA; 0 elsewhere. */
+int in_kernel(void);
+int current_gpu_thread(int *rank, int *lane, unsigned *thread);
+unsigned current_cta(void);
+/* Where the calling GPU thread is, for messages: "kernel K (CTA c,
+ * thread t; schedule seed ...)". */
 const char *current_place(char *buf, size_t len);
-int current_kernel_rank(void);
 /* In a kernel's GPU thread: every thread of its CTA (fibers.c). */
 void cta_sync(void);
 /* In a kernel's GPU thread waiting for its peers: let the others run. */
 void spin_yield(void);
 /* Is the calling GPU thread the first of its CTA? */
 int cta_leader(void);
-/* At the end of each GPU thread (lsa.c: the release rule). */
-void lsa_thread_end(const lsa_view *view);
+
+/* ------------------------------------------- happens-before (hb.c) */
+/* Lanes: a unit per CTA of a kernel up to HB_LANES, one for the CTAs past
+ * them, one for the rank's host (its copies and stream work). */
+#define HB_LANES 160
+#define HB_NONE HB_LANES
+#define HB_HOST (HB_LANES + 1)
+#define HB_PER_RANK (HB_LANES + 2)
+typedef struct hb_domain hb_domain;
+int hb_unit(int rank, int lane);
+int hb_ranks(const hb_domain *d);
+void hb_domain_make(const struct ncclComm *comm);  /* rank 0, before ... */
+void hb_domain_attach(struct ncclComm *comm);      /* ... every rank, after */
+void hb_domain_detach(struct ncclComm *comm);
+/* A kernel of `rank` starts (start 1) or ends (0), on every domain of it. */
+void hb_kernels(int rank, int nlanes, int start);
+const uint32_t *hb_seen(hb_domain *d, int unit);
+uint32_t hb_now(hb_domain *d, int unit);
+void hb_arrive(hb_domain *d, int rank, int lane, unsigned index,
+               unsigned long long epoch, int releases);
+void hb_observe(hb_domain *d, int rank, int lane, unsigned index, int peer,
+                unsigned long long epoch);
+void hb_acquire(hb_domain *d, int rank, int lane);
+const char *hb_missing(hb_domain *d, int me, int unit, uint32_t clock);
+/* access.c: windows' shadows, and the host's copies into and out of them. */
+size_t hb_shadow_bytes(size_t window_bytes, int nranks);
+void hb_region_add(const void *window, const void *base, size_t bytes,
+                   void *shadow, int owner, const struct ncclComm *comm);
+void hb_region_remove(const void *window);
+void hb_host_access(const void *p, size_t bytes, int writes);
+enum { HB_READ = 0, HB_WRITE = 1 };
+void hb_device_access(const void *p, size_t bytes, int how, void *pc);
+void hb_atomic_access(const volatile void *p, size_t bytes, int writes,
+                      void *pc);
+
 /* Window registration: what peers need to reach this rank's part of the
  * window, and, once every rank's is known, their parts mapped here. */
 typedef struct lsa_share {
@@ -50,8 +80,12 @@ typedef struct lsa_share {
   void *base;     /* in the owner's address space */
   size_t mapped;  /* the allocation's mapping */
   size_t offset;  /* the window's start in it */
+  int shadow_fd;  /* the window's shadow (access.c), a memfd */
+  void *shadow;   /* ... in the owner's address space */
+  size_t shadow_bytes;
 } lsa_share;
-void lsa_describe(const void *buff, lsa_share *out);
+void lsa_describe(const struct ncclComm *comm, const void *buff,
+                  size_t bytes, lsa_share *out);
 void lsa_map_peers(struct ncclWindow_vidmem *w, const lsa_share *all);
 void lsa_unmap_peers(struct ncclWindow_vidmem *w);
 /* ncclCommFinalize, ncclCommDestroy: a device communicator of comm still
@@ -74,6 +108,7 @@ typedef struct sim_devcomm {
   _Atomic unsigned long long *slots; /* [barrier][rank], shared */
   size_t slots_bytes;
   unsigned long long *epochs; /* this rank's, per barrier */
+  unsigned *holders; /* per barrier: 1 + the CTA whose session is on it */
 } sim_devcomm;
 
 /* The first `bytes` of the file at path (a barriers' file, a peer's

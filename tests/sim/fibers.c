@@ -11,7 +11,8 @@
  *  - the next thread to run is drawn at random among those that can run,
  *    from a seed: SIM_SEED, else one drawn per launch; every message of a
  *    broken rule names it, so that SIM_SEED=S repeats the schedule;
- *  - a thread runs until it waits (a CTA barrier, a peer), or ends.
+ *  - a thread runs until it waits (a CTA or warp barrier, a peer), or
+ *    ends.
  * A CTA whose threads wait at a CTA barrier that one of them left by
  * ending is a rule violation (the GPU would hang). An access past the end
  * of an ncclMemAlloc buffer (its guard page) is named, with its place. */
@@ -28,39 +29,9 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#define STACK_BYTES (64 * 1024)
+#include "fibers.h"
 
-enum fiber_state { FIBER_READY, FIBER_AT_SYNC, FIBER_SPINNING, FIBER_DONE };
-
-typedef struct cta cta;
-typedef struct fiber {
-  ucontext_t context;
-  cta *cta;
-  uint3 idx;
-  enum fiber_state state;
-  lsa_view lsa;
-} fiber;
-
-struct cta {
-  uint3 idx;
-  unsigned linear, arrived, done;
-  fiber *threads;
-  unsigned char *stacks;
-};
-
-typedef struct grid_run {
-  const struct sim_kernel *k;
-  unsigned nctas, nthreads, resident, ended;
-  cta *ctas;
-  unsigned *pending, npending; /* CTAs not admitted yet */
-  fiber **ready, **spinning;
-  size_t nready, nspinning;
-  unsigned long long seed, rng;
-  ucontext_t scheduler;
-  fiber *current;
-} grid_run;
-
-static _Thread_local grid_run *running;
+_Thread_local grid_run *running;
 
 static unsigned draw(grid_run *g, unsigned n)
 {
@@ -72,7 +43,7 @@ static unsigned volume(dim3 d) { return d.x * d.y * d.z; }
 
 /* ------------------------------------------------ the running GPU thread */
 
-static fiber *me(const char *what)
+fiber *me(const char *what)
 {
   if (running == NULL || running->current == NULL) {
     fprintf(stderr, "ncclsim: %s outside a kernel\n", what);
@@ -86,10 +57,20 @@ uint3 ncclsim_block_idx(void) { return me("blockIdx")->cta->idx; }
 dim3 ncclsim_block_dim(void) { return (me("blockDim"), running->k->block); }
 dim3 ncclsim_grid_dim(void) { return (me("gridDim"), running->k->grid); }
 
-lsa_view *current_lsa(void)
+int in_kernel(void) { return running != NULL && running->current != NULL; }
+
+int current_gpu_thread(int *rank, int *lane, unsigned *thread)
 {
-  return running && running->current ? &running->current->lsa : NULL;
+  if (running == NULL || running->current == NULL)
+    return 0;
+  const fiber *f = running->current;
+  *rank = running->k->rank;
+  *lane = f->cta->linear < HB_LANES ? (int)f->cta->linear : HB_NONE;
+  *thread = f->linear;
+  return 1;
 }
+
+unsigned current_cta(void) { return me("a CTA's index")->cta->linear; }
 
 int current_kernel_rank(void) { return running ? running->k->rank : -1; }
 
@@ -112,7 +93,7 @@ int cta_leader(void)
   return f->idx.x == 0 && f->idx.y == 0 && f->idx.z == 0;
 }
 
-static void to_scheduler(fiber *f)
+void to_scheduler(fiber *f)
 {
   swapcontext(&f->context, &running->scheduler);
 }
@@ -205,7 +186,6 @@ static void fiber_main(void)
   grid_run *g = running;
   fiber *f = g->current;
   g->k->thread(g->k->args);
-  lsa_thread_end(&f->lsa);
   f->state = FIBER_DONE;
 } /* returns to the scheduler (uc_link) */
 
@@ -217,6 +197,7 @@ static __attribute__((noinline)) fiber *new_fiber(grid_run *g, cta *c,
   fiber *f = &c->threads[t];
   const dim3 b = g->k->block;
   f->cta = c;
+  f->linear = t;
   f->idx = (uint3){t % b.x, t / b.x % b.y, t / (b.x * b.y)};
   getcontext(&f->context);
   f->context.uc_stack.ss_sp = c->stacks + (size_t)t * STACK_BYTES;
@@ -254,8 +235,12 @@ static void thread_ended(grid_run *g, fiber *f)
     g->current = f;
     barrier_left(c->arrived, c->done + 1);
   }
+  g->current = f; /* for a message naming its place */
+  warp_thread_ended(c, f->linear / WARP);
+  g->current = NULL;
   if (++c->done < g->nthreads)
     return;
+  cta_release(c);
   munmap(c->stacks, (size_t)g->nthreads * STACK_BYTES);
   free(c->threads);
   c->threads = NULL;
@@ -315,10 +300,13 @@ void run_kernel(struct sim_kernel *k, uint32_t correlation)
     g.pending[g.npending++] = c;
   }
   catch_faults();
+  const int nlanes = g.nctas < HB_LANES ? (int)g.nctas : HB_LANES;
+  hb_kernels(k->rank, nlanes, 1);
   grid_run *outer = running;
   running = &g;
   schedule(&g);
   running = outer;
+  hb_kernels(k->rank, nlanes, 0);
   if (cupti_kernel != NULL)
     cupti_kernel(correlation, k->device, k->name);
   free(g.ctas), free(g.pending), free(g.ready), free(g.spinning);

@@ -132,9 +132,12 @@ cudaError_t ncclsim_launch(const char *name, dim3 grid, dim3 block,
     release(args);
     return launch_error = cudaErrorInvalidConfiguration;
   }
-  if (shared_bytes > 0) {
-    fprintf(stderr, "ncclsim: %s: the simulation has no dynamic shared"
-                    " memory for kernels\n", name);
+  if (shared_bytes > 48 * 1024) { /* more needs cudaFuncSetAttribute */
+    fprintf(stderr, "ncclsim: %s: %zu bytes of dynamic shared memory, over"
+                    " the 48 KiB a launch gets without"
+                    " cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicShared"
+                    "MemorySize), which the simulation does not have\n",
+            name, shared_bytes);
     release(args);
     return launch_error = cudaErrorInvalidValue;
   }
@@ -143,8 +146,8 @@ cudaError_t ncclsim_launch(const char *name, dim3 grid, dim3 block,
     release(args);
     return launch_error = cudaErrorMemoryAllocation;
   }
-  *k = (struct sim_kernel){name, grid, block, sim_rank(), current_device,
-                           thread, args, release};
+  *k = (struct sim_kernel){name, grid, block, shared_bytes, sim_rank(),
+                           current_device, thread, args, release};
   work_item item = {.kind = WORK_KERNEL, .kernel = k};
   if (!enqueue(stream, 1, &item)) {
     release(args);

@@ -153,6 +153,7 @@ static cudaError_t copy(const char *call, void *dst, const void *src,
     return enqueue(stream, ptds_entry, &item) ? cudaSuccess
                                                : cudaErrorMemoryAllocation;
   stream_sync_point(stream, ptds_entry);
+  hb_host_access(src, count, HB_READ); /* out of a window: the host's read */
   memmove(dst, src, count);
   if (cupti_copy != NULL && cupti_launch != NULL)
     cupti_copy(cupti_launch(), current_device, 2, count);

@@ -247,6 +247,7 @@ static ncclResult_t release_comm(ncclComm_t comm, const char *call,
   pthread_mutex_unlock(&lock);
   if (!found)
     return ncclInvalidArgument;
+  hb_domain_detach(comm);
   leave_rendezvous(comm);
   free(comm);
   thread_rank = -1;

@@ -104,12 +104,18 @@ static void run(const work *w)
 {
   const long us = gpu_us(w);
   switch (w->kind) {
-  case WORK_COPY:
+  case WORK_COPY: /* into or out of a window: the host's access */
+    if (w->src != NULL)
+      hb_host_access(w->src, w->size, HB_READ);
+    hb_host_access(w->dst, w->size, HB_WRITE);
     memmove(w->dst, w->src ? w->src : w->bytes, w->size);
     if (cupti_copy != NULL)
       cupti_copy(w->correlation, w->device, w->copy_kind, w->size);
     break;
-  case WORK_MEMSET: memset(w->dst, w->bytes[0], w->size); break;
+  case WORK_MEMSET:
+    hb_host_access(w->dst, w->size, HB_WRITE);
+    memset(w->dst, w->bytes[0], w->size);
+    break;
   case WORK_FILL:
     for (size_t i = 0; i < w->size; i++)
       ((float *)w->dst)[i] = w->fill_value;

@@ -126,6 +126,8 @@ struct ncclComm {
   int cta_policy;
   int alone_on_nodes, hosts; /* every rank alone on its host; hosts > 1 */
   int ce_ready; /* NCCL's copy-engine sync window is registered */
+  struct hb_domain *hb; /* happens-before of its windows (hb.c), once one
+                           is registered */
 };
 
 struct ncclWindow_vidmem {
@@ -141,6 +143,10 @@ struct ncclWindow_vidmem {
                      it (ncclGetLsaPointer); NULL: not mapped */
   size_t *peer_mapped; /* bytes this rank mapped of each peer's (0: none) */
   size_t *peer_offset; /* the window's start in that mapping */
+  void **shadows;      /* the shadows this rank mapped (its own, and in
+                          MPI its peers'): access.c */
+  size_t *shadow_bytes;
+  int shadow_fd; /* its own shadow's memfd: peers map it through /proc */
 };
 #define WINDOW_MAGIC 0x57494e44u
 

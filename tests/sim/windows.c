@@ -182,7 +182,10 @@ static ncclResult_t register_now(ncclComm_t comm, void *buff, size_t size,
   lsa_share mine, *all = calloc((size_t)comm->nranks, sizeof *all);
   if (all == NULL)
     return ncclSystemError;
-  lsa_describe(buff, &mine);
+  const int symmetric = symmetric_support(comm);
+  lsa_describe(comm, buff, symmetric ? size : 0, &mine);
+  if (symmetric)
+    hb_domain_make(comm); /* rank 0, before the others look for it */
   exchange(comm, LANE_HOST, call, size, flags, &mine, sizeof mine);
   for (int r = 0; r < comm->nranks; r++) {
     msg_header peer;
@@ -195,7 +198,7 @@ static ncclResult_t register_now(ncclComm_t comm, void *buff, size_t size,
   }
   finish_exchange(comm, LANE_HOST);
 
-  if (!symmetric_support(comm)) {
+  if (!symmetric) {
     free(all);
     if (gives_local_registration())
       return local_registration(comm, a, buff, size, win);
@@ -203,6 +206,7 @@ static ncclResult_t register_now(ncclComm_t comm, void *buff, size_t size,
       *win = NULL;
     return ncclSuccess; /* before 2.29.2: *win as the caller left it */
   }
+  hb_domain_attach(comm);
   ncclResult_t res = add_registration(comm, a, buff, size, 0, win);
   if (res == ncclSuccess)
     lsa_map_peers(*win, all);

@@ -121,9 +121,9 @@ broken() { # NAME RULE-TEXT SED-EXPRESSION [in-kernel|host]
   [ "$where" = host ] || want_err "repeats it)" # a kernel's schedule seed
   end
 }
-broken no-first-barrier "[lsa-acquire-barrier] rank" '0,/bar.sync(ncclCoopCta(), cuda::memory_order_acquire);/s//\/\/ (removed)/'
-broken relaxed-first-barrier "after LSA barriers that only relaxed" 's/cuda::memory_order_acquire);/cuda::memory_order_relaxed);/'
-broken no-last-barrier "[lsa-release-barrier] rank" 's/bar.sync(ncclCoopCta(), cuda::memory_order_release);/\/\/ (removed)/'
+broken no-first-barrier "but this side synced no LSA barrier since that acquires it" '0,/bar.sync(ncclCoopCta(), cuda::memory_order_acquire);/s//\/\/ (removed)/'
+broken relaxed-first-barrier "this side observed a barrier that published it but did not acquire it: its wait was relaxed" 's/cuda::memory_order_acquire);/cuda::memory_order_relaxed);/'
+broken no-last-barrier "the other side released nothing after it: no LSA barrier with release after that access" 's/bar.sync(ncclCoopCta(), cuda::memory_order_release);/\/\/ (removed)/' host
 broken peer-past-the-team "[lsa-pointer] rank" 's/for (int peer = 0; peer < nRanks; peer++) {/for (int peer = 0; peer <= nRanks; peer++) {/'
 broken index-past-the-window "past its end (a window offset or an element index too large?)" 's/v += sendPtr\[offset\];/v += sendPtr[offset + 1];/'
 broken no-device-comm-destroy "[destroy-device-communicator] rank" '/NCCLCHECK(ncclDevCommDestroy(comm, &devComm));/d' host

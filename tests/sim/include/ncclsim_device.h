@@ -97,10 +97,30 @@ dim3 ncclsim_block_dim(void);
 dim3 ncclsim_grid_dim(void);
 /* __syncthreads: every thread of the CTA. */
 void ncclsim_cta_sync(void);
-/* One sync of the LSA barrier `index` of devComm by the whole CTA, with
- * the C++ memory order `order` (std::memory_order's value). */
-void ncclsim_lsa_barrier_sync(const ncclDevComm_t *devComm, unsigned index,
-                              int order);
+/* __threadfence*: orders nothing between ranks in the simulation. */
+void ncclsim_fence(void);
+/* Warps (tests/sim/ctas.c): the caller's lane; __syncwarp; a shuffle (the
+ * value of lane `from` of the warp); a vote (bit i: lane i's predicate). */
+unsigned ncclsim_lane_id(void);
+void ncclsim_warp_sync(unsigned mask);
+unsigned long long ncclsim_warp_shuffle(unsigned mask, unsigned long long v,
+                                        int from);
+unsigned ncclsim_warp_ballot(unsigned mask, int predicate);
+/* __shared__ object `id` of the calling CTA; its dynamic shared memory. */
+void *ncclsim_shared_object(unsigned id, size_t bytes, size_t align);
+void *ncclsim_dynamic_shared(void);
+/* An LSA barrier session of the calling CTA on barrier `index` of devComm
+ * (tests/sim/lsa.c): open returns the epoch it copies; arrive and wait
+ * with the C++ memory order `order` (std::memory_order's value); close
+ * writes the session's epoch back. */
+unsigned long long ncclsim_lsa_session_open(const ncclDevComm_t *devComm,
+                                            unsigned index);
+void ncclsim_lsa_arrive(const ncclDevComm_t *devComm, unsigned index,
+                        unsigned long long epoch, int order);
+void ncclsim_lsa_wait(const ncclDevComm_t *devComm, unsigned index,
+                      unsigned long long epoch, int order);
+void ncclsim_lsa_session_close(const ncclDevComm_t *devComm, unsigned index,
+                               unsigned long long epoch);
 /* ncclGetLsaPointer: where `peer`'s part of the window is, `offset` bytes
  * in, for the calling GPU thread. */
 void *ncclsim_lsa_pointer(ncclWindow_t window, size_t offset, int peer);

@@ -1,0 +1,274 @@
+/* ncclsim: every access a kernel makes to window memory, checked against
+ * happens-before (hb.c; see device.h). A simulated lesson's main.cu is
+ * compiled with -fsanitize=thread (sim/compile_cu.sh): the compiler then
+ * calls __tsan_readN / __tsan_writeN / __tsan_atomicN_* before each access
+ * of that file, and the simulation, not ThreadSanitizer's runtime, defines
+ * them here. Outside a kernel, or outside windows, they return at once.
+ *
+ * Each window has a shadow, shared by every rank as the window is: per
+ * 4-byte word, its last write (rank, unit, thread, clock, site, atomic or
+ * not) and each rank's last read (unit, clock). An access conflicts with
+ * another rank's write (or, for a write, read) of the same word that is
+ * not ordered before it: a rule violation, lsa-data-race, naming both
+ * accesses and what is missing of the release -> acquire chain. Accesses
+ * of one rank are not compared (the GPU orders nothing between its CTAs
+ * either, but the rule is about the peers' windows); atomics do not
+ * conflict with atomics. Host copies into and out of windows (queues.c)
+ * are accesses of the rank's host unit. */
+
+#include "sim.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------- the shadows */
+
+/* A write stamp: clock (32 bits), unit lane (9), rank (8), thread (10),
+ * atomic (1), set (1). A read stamp: clock (23 bits), lane (9). */
+#define W_SET (1ull << 60)
+#define W_ATOMIC (1ull << 59)
+static uint64_t write_stamp(uint32_t clock, int lane, int rank, unsigned t,
+                            int atomic)
+{
+  return W_SET | (atomic ? W_ATOMIC : 0) | (uint64_t)(t & 1023) << 49 |
+         (uint64_t)(rank & 255) << 41 | (uint64_t)(lane & 511) << 32 | clock;
+}
+#define W_CLOCK(s) ((uint32_t)(s))
+#define W_LANE(s) ((int)((s) >> 32 & 511))
+#define W_RANK(s) ((int)((s) >> 41 & 255))
+#define W_THREAD(s) ((unsigned)((s) >> 49 & 1023))
+#define R_STAMP(lane, clock) ((uint32_t)(lane) << 23 | ((clock) & 0x7fffff))
+#define R_CLOCK(s) ((s) & 0x7fffff)
+#define R_LANE(s) ((int)((s) >> 23))
+
+size_t hb_shadow_bytes(size_t window_bytes, int nranks)
+{
+  const size_t words = (window_bytes + 3) / 4;
+  return words * (sizeof(uint64_t) + sizeof(uint32_t)) +
+         (size_t)nranks * words * sizeof(uint32_t);
+}
+
+/* A window as this process reaches it, with its shadow. */
+typedef struct region {
+  const unsigned char *base;
+  size_t bytes, words;
+  uint64_t *writes;
+  uint32_t *sites;  /* the last write's place in the program (exe offset) */
+  uint32_t *reads;  /* [rank][word] */
+  int owner;
+  hb_domain *domain;
+  const struct ncclComm *comm; /* the registering rank's (its folder) */
+  const void *window; /* the registration it belongs to */
+} region;
+
+#define MAX_REGIONS 512
+static region regions[MAX_REGIONS];
+static pthread_mutex_t regions_lock = PTHREAD_MUTEX_INITIALIZER;
+static int nregions; /* published with release; slots are never reused
+                        while a kernel runs (a window is deregistered by
+                        its host after its kernels) */
+
+void hb_region_add(const void *window, const void *base, size_t bytes,
+                   void *shadow, int owner, const struct ncclComm *comm)
+{
+  pthread_mutex_lock(&regions_lock);
+  int i = 0;
+  while (i < nregions && regions[i].base != NULL)
+    i++;
+  if (i == MAX_REGIONS)
+    sim_failure("ncclCommWindowRegister", "more than %d windows mapped",
+                MAX_REGIONS);
+  const size_t words = (bytes + 3) / 4;
+  regions[i] = (region){.base = base, .bytes = bytes, .words = words,
+                        .writes = shadow,
+                        .sites = (uint32_t *)((uint64_t *)shadow + words),
+                        .reads = (uint32_t *)((uint64_t *)shadow + words) + words,
+                        .owner = owner, .domain = comm->hb, .comm = comm,
+                        .window = window};
+  if (i == nregions)
+    __atomic_store_n(&nregions, nregions + 1, __ATOMIC_RELEASE);
+  pthread_mutex_unlock(&regions_lock);
+}
+
+void hb_region_remove(const void *window)
+{
+  pthread_mutex_lock(&regions_lock);
+  for (int i = 0; i < nregions; i++)
+    if (regions[i].window == window)
+      regions[i].base = NULL;
+  pthread_mutex_unlock(&regions_lock);
+}
+
+static region *region_of(const void *p)
+{
+  const unsigned char *b = p;
+  const int n = __atomic_load_n(&nregions, __ATOMIC_ACQUIRE);
+  for (int i = 0; i < n; i++) {
+    const region *r = &regions[i];
+    if (r->base != NULL && b >= r->base && b < r->base + r->bytes)
+      return &regions[i];
+  }
+  return NULL;
+}
+
+/* ------------------------------------------------------- the reports */
+
+/* "main.cu:63" for a place in the program (an offset in its executable),
+ * or "" where the program has no line information for it. */
+static void line_of(uint32_t offset, char *buf, size_t len)
+{
+  buf[0] = '\0';
+  char cmd[128], out[128] = "";
+  snprintf(cmd, sizeof cmd, "addr2line -e /proc/%d/exe 0x%x 2>/dev/null",
+           (int)getpid(), offset);
+  FILE *p = popen(cmd, "r");
+  if (p == NULL)
+    return;
+  if (fgets(out, sizeof out, p) != NULL && strstr(out, "??") == NULL) {
+    out[strcspn(out, " \n")] = '\0';
+    const char *base = strrchr(out, '/');
+    snprintf(buf, len, ", %.100s", base ? base + 1 : out);
+  }
+  pclose(p);
+}
+
+static uint32_t exe_offset(const void *pc)
+{
+  Dl_info info;
+  if (pc == NULL || dladdr(pc, &info) == 0 || info.dli_fbase == NULL)
+    return 0;
+  return (uint32_t)((const unsigned char *)pc - (const unsigned char *)info.dli_fbase);
+}
+
+/* Who made an access: "rank 1's kernel (CTA 3, thread 17, main.cu:63)"
+ * or "rank 1's host (a copy or memset on its stream)". */
+static void who(int rank, int lane, unsigned thread, uint32_t site,
+                char *buf, size_t len)
+{
+  char line[160];
+  if (lane == HB_HOST) {
+    snprintf(buf, len, "rank %d's host (a copy or memset)", rank);
+    return;
+  }
+  line_of(site, line, sizeof line);
+  if (lane == HB_NONE)
+    snprintf(buf, len, "rank %d's kernel (a CTA past the %d with a clock of"
+             " their own, thread %u%s)", rank, HB_LANES, thread, line);
+  else
+    snprintf(buf, len, "rank %d's kernel (CTA %d, thread %u%s)", rank, lane,
+             thread, line);
+}
+
+static _Noreturn void race(const region *rg, size_t word, int writes,
+                           int rank, int lane, unsigned thread,
+                           uint32_t site, int other_writes, int other_rank,
+                           int other_lane, unsigned other_thread,
+                           uint32_t other_site, uint32_t other_clock)
+{
+  char me[256], them[256], place[320] = "a copy or memset";
+  who(rank, lane, thread, site, me, sizeof me);
+  who(other_rank, other_lane, other_thread, other_site, them, sizeof them);
+  if (lane != HB_HOST)
+    current_place(place, sizeof place);
+  fflush(stdout);
+  fprintf(stderr,
+          "ncclsim: RULE VIOLATION [lsa-data-race] rank %d in %s: %s %s the"
+          " word at byte %zu of rank %d's window, which %s %s, and nothing"
+          " orders the two: %s\n",
+          rank, place, me, writes ? "writes" : "reads", word * 4, rg->owner,
+          them, other_writes ? "wrote" : "read",
+          hb_missing(rg->domain, hb_unit(rank, lane),
+                     hb_unit(other_rank, other_lane), other_clock));
+  mark_abort(rg->comm->dir);
+  _exit(SIM_EXIT_VIOLATION);
+}
+
+/* ------------------------------------------------------- the check */
+
+enum { READ = HB_READ, WRITE = HB_WRITE, ATOMIC = 2 };
+
+/* One access by (rank, lane, thread) of `bytes` at p; site: its place. */
+static void check(const void *p, size_t bytes, int how, int rank, int lane,
+                  unsigned thread, uint32_t site)
+{
+  region *rg = region_of(p);
+  if (rg == NULL)
+    return;
+  hb_domain *d = rg->domain;
+  const int me = hb_unit(rank, lane);
+  const uint32_t *seen = hb_seen(d, me);
+  const uint32_t now = hb_now(d, me);
+  size_t first = (size_t)((const unsigned char *)p - rg->base) / 4;
+  size_t last = ((size_t)((const unsigned char *)p - rg->base) + bytes - 1) / 4;
+  if (last >= rg->words)
+    last = rg->words - 1;
+  const int writes = how & WRITE, atomic = (how & ATOMIC) != 0;
+  for (size_t w = first; w <= last; w++) {
+    uint64_t s = __atomic_load_n(&rg->writes[w], __ATOMIC_ACQUIRE);
+    if ((s & W_SET) && W_RANK(s) != rank && !(atomic && (s & W_ATOMIC)) &&
+        W_CLOCK(s) > seen[hb_unit(W_RANK(s), W_LANE(s))])
+      race(rg, w, writes, rank, lane, thread, site, 1, W_RANK(s), W_LANE(s),
+           W_THREAD(s), rg->sites[w], W_CLOCK(s));
+    if (writes)
+      for (int q = 0; q < hb_ranks(d); q++) {
+        const uint32_t r = __atomic_load_n(&rg->reads[(size_t)q * rg->words + w],
+                                           __ATOMIC_ACQUIRE);
+        if (q != rank && r != 0 &&
+            R_CLOCK(r) > (seen[hb_unit(q, R_LANE(r))] & 0x7fffff))
+          race(rg, w, writes, rank, lane, thread, site, 0, q, R_LANE(r), 0,
+               0, R_CLOCK(r));
+      }
+    if (writes) {
+      __atomic_store_n(&rg->writes[w],
+                       write_stamp(now, lane, rank, thread, atomic),
+                       __ATOMIC_RELEASE);
+      __atomic_store_n(&rg->sites[w], site, __ATOMIC_RELAXED);
+    } else if (!atomic) { /* an atomic load conflicts with no atomic */
+      __atomic_store_n(&rg->reads[(size_t)rank * rg->words + w],
+                       R_STAMP(lane, now), __ATOMIC_RELEASE);
+    }
+  }
+}
+
+/* A kernel's access: by the calling GPU thread (tsan_hooks.c). */
+void hb_device_access(const void *p, size_t bytes, int how, void *pc)
+{
+  int rank, lane;
+  unsigned thread;
+  if (!current_gpu_thread(&rank, &lane, &thread))
+    return; /* the host side of main.cu */
+  check(p, bytes, how, rank, lane, thread, exe_offset(pc));
+}
+
+/* An atomic operation of a kernel (atomics.c). */
+void hb_atomic_access(const volatile void *p, size_t bytes, int writes,
+                      void *pc)
+{
+  hb_device_access((const void *)p, bytes, (writes ? WRITE : READ) | ATOMIC,
+                   pc);
+}
+
+/* The host's copies and memsets on its streams (queues.c). */
+void hb_host_access(const void *p, size_t bytes, int writes)
+{
+  if (bytes == 0 || __atomic_load_n(&nregions, __ATOMIC_ACQUIRE) == 0)
+    return;
+  for (size_t done = 0; done < bytes;) { /* a copy may span windows */
+    const unsigned char *at = (const unsigned char *)p + done;
+    region *rg = region_of(at);
+    size_t n = bytes - done;
+    if (rg != NULL) {
+      const size_t left = rg->bytes - (size_t)(at - rg->base);
+      n = n < left ? n : left;
+      check(at, n, writes ? WRITE : READ, sim_rank(), HB_HOST, 0, 0);
+    } else {
+      n = 4 - ((uintptr_t)at & 3);
+    }
+    done += n;
+  }
+}
+

@@ -1,0 +1,173 @@
+/* ncclsim: what the threads of one CTA, or of one warp, share (see
+ * fibers.h; fibers.c runs them):
+ *  - __shared__ memory: one object per CTA for each declaration (the
+ *    simulated build rewrites `__shared__ T name;` into a reference to it,
+ *    sim/compile_cu.sh), and the launch's dynamic shared memory (extern
+ *    __shared__); fresh, it reads as a pattern, as a GPU's leftovers may;
+ *  - warps: threads 32k .. 32k+31 of a CTA; __syncwarp, the shuffles and
+ *    the votes wait for every thread of the warp (a mask must name them
+ *    all: a warp operation on part of a warp is not simulated here), and a
+ *    warp barrier that a thread of the warp left by ending is a rule
+ *    violation, as a CTA barrier is. */
+#include "sim.h"
+
+#include "ncclsim_device.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fibers.h"
+
+#define FRESH_SHARED 0xff /* every float NaN, every int -1 */
+
+void *ncclsim_shared_object(unsigned id, size_t bytes, size_t align)
+{
+  cta *c = me("a __shared__ variable")->cta;
+  for (unsigned i = 0; i < c->nshared; i++)
+    if (c->shared[i].id == id)
+      return c->shared[i].p;
+  shared_block *more = realloc(c->shared, (c->nshared + 1) * sizeof *more);
+  void *p = aligned_alloc(align < 16 ? 16 : align,
+                          (bytes + 15) / 16 * 16);
+  if (more == NULL || p == NULL) {
+    fprintf(stderr, "ncclsim: out of memory for a CTA's __shared__ memory\n");
+    _exit(SIM_EXIT_VIOLATION);
+  }
+  memset(p, FRESH_SHARED, bytes);
+  c->shared = more;
+  c->shared[c->nshared++] = (shared_block){id, p};
+  return p;
+}
+
+void *ncclsim_dynamic_shared(void)
+{
+  fiber *f = me("extern __shared__ memory");
+  cta *c = f->cta;
+  const size_t bytes = running->k->shared;
+  if (bytes == 0) {
+    char place[256];
+    violation(NULL, "shared-memory", current_place(place, sizeof place),
+              "extern __shared__ memory used, but the launch asked for 0"
+              " bytes of it (the third <<<>>> argument)");
+  }
+  if (c->dynamic_shared == NULL) {
+    c->dynamic_shared = aligned_alloc(16, (bytes + 15) / 16 * 16);
+    if (c->dynamic_shared == NULL) {
+      fprintf(stderr, "ncclsim: out of memory for dynamic shared memory\n");
+      _exit(SIM_EXIT_VIOLATION);
+    }
+    memset(c->dynamic_shared, FRESH_SHARED, bytes);
+  }
+  return c->dynamic_shared;
+}
+
+void cta_release(cta *c)
+{
+  for (unsigned i = 0; i < c->nshared; i++)
+    free(c->shared[i].p);
+  free(c->shared);
+  free(c->dynamic_shared);
+  c->shared = NULL, c->nshared = 0, c->dynamic_shared = NULL;
+}
+
+/* ---------------------------------------------------------- warps */
+
+static unsigned warp_size_of(const fiber *f)
+{
+  const unsigned first = f->linear / WARP * WARP;
+  return running->nthreads - first < WARP ? running->nthreads - first : WARP;
+}
+
+static unsigned full_mask(unsigned n)
+{
+  return n == WARP ? 0xffffffffu : (1u << n) - 1;
+}
+
+static _Noreturn void warp_left(unsigned waiting, unsigned ended)
+{
+  char place[256];
+  violation(NULL, "warp-barrier", current_place(place, sizeof place),
+            "%u thread(s) of a warp wait in a warp operation (__syncwarp, a"
+            " shuffle or a vote) that %u other(s) of it left by ending:"
+            " every thread the mask names must reach it",
+            waiting, ended);
+}
+
+void warp_thread_ended(cta *c, unsigned warp)
+{
+  c->warp_done[warp]++;
+  if (c->warp_arrived[warp] > 0)
+    warp_left(c->warp_arrived[warp], c->warp_done[warp]);
+}
+
+/* Every thread of the caller's warp reaches this point; mask must name
+ * them all. */
+static void warp_barrier(fiber *f, unsigned mask, const char *what)
+{
+  cta *c = f->cta;
+  const unsigned w = f->linear / WARP, n = warp_size_of(f);
+  if ((mask & full_mask(n)) != full_mask(n)) {
+    char place[256];
+    fprintf(stderr, "ncclsim: not simulated here: %s with mask 0x%x, part"
+            " of a warp of %u threads, in %s (tests/README.md lists what the"
+            " simulation runs)\n", what, mask, n,
+            current_place(place, sizeof place));
+    _exit(SIM_EXIT_VIOLATION);
+  }
+  if (c->warp_done[w] > 0)
+    warp_left(c->warp_arrived[w] + 1, c->warp_done[w]);
+  if (++c->warp_arrived[w] < n) {
+    f->state = FIBER_AT_WARP_SYNC;
+    to_scheduler(f);
+    return;
+  }
+  c->warp_arrived[w] = 0;
+  for (unsigned t = w * WARP; t < w * WARP + n; t++)
+    if (c->threads[t].state == FIBER_AT_WARP_SYNC) {
+      c->threads[t].state = FIBER_READY;
+      running->ready[running->nready++] = &c->threads[t];
+    }
+}
+
+void ncclsim_warp_sync(unsigned mask)
+{
+  warp_barrier(me("__syncwarp"), mask, "__syncwarp");
+}
+
+/* A shuffle: every thread of the warp puts `value`, then takes the value
+ * of lane `from` of the warp (its own where `from` is out of the warp). */
+unsigned long long ncclsim_warp_shuffle(unsigned mask, unsigned long long value,
+                                        int from)
+{
+  fiber *f = me("a warp shuffle");
+  cta *c = f->cta;
+  const unsigned first = f->linear / WARP * WARP, n = warp_size_of(f);
+  c->warp_slots[f->linear] = value;
+  warp_barrier(f, mask, "a shuffle");
+  const unsigned long long got =
+      from >= 0 && (unsigned)from < n ? c->warp_slots[first + (unsigned)from]
+                                      : value;
+  warp_barrier(f, mask, "a shuffle"); /* all took theirs before the next */
+  return got;
+}
+
+/* A vote: bit i of the result is lane i's predicate. */
+unsigned ncclsim_warp_ballot(unsigned mask, int predicate)
+{
+  fiber *f = me("a warp vote");
+  cta *c = f->cta;
+  const unsigned first = f->linear / WARP * WARP, n = warp_size_of(f);
+  c->warp_slots[f->linear] = predicate != 0;
+  warp_barrier(f, mask, "a vote");
+  unsigned bits = 0;
+  for (unsigned i = 0; i < n; i++)
+    bits |= (unsigned)c->warp_slots[first + i] << i;
+  warp_barrier(f, mask, "a vote");
+  return bits & mask;
+}
+
+unsigned ncclsim_lane_id(void) { return me("a lane id")->linear % WARP; }
+
+void ncclsim_fence(void) { (void)me("__threadfence"); }
