@@ -56,6 +56,15 @@ fi
 # -DNCCL_HOME=... for CMake where the suite's NCCL is in a folder of its own.
 CMAKE_NCCL=(${SUITE_NCCL_HOME:+"-DNCCL_HOME=$SUITE_NCCL_HOME"})
 
+# lsa_case NAME: begin a case of the device API lesson's simulated builds
+# (lsa-pthread, lsa-mpi), or a skip naming why no build is possible here.
+lsa_case() {
+  if [ -n "$LSA_MISSING" ]; then skip "$1" "$LSA_MISSING"; return 1; fi
+  [[ $1 == *mpi* ]] && { mpi_cases "$1" || return 1; }
+  begin "$1" || return 1
+  need "lsa-programs"
+}
+
 SMALL=4096 # floats per rank in the simulated runs: fast, still many pages
 # Builds whose point is not the compiler's output (a seam, a layout, an
 # example's own `make test`) compile unoptimised: faster, and the real

@@ -230,18 +230,28 @@ void hb_acquire(hb_domain *d, int rank, int lane)
 const char *hb_missing(hb_domain *d, int me, int unit, uint32_t clock)
 {
   if (hb_clock(d, PENDING, me)[unit] >= clock)
-    return "this side observed a barrier that published it but did not"
-           " acquire it: its wait was relaxed (a barrier synced with"
+    return "this side did not acquire it: it observed a barrier that"
+           " published it, but its wait was relaxed (a barrier synced with"
            " cuda::memory_order_release or relaxed acquires nothing: NCCL's"
            " acquireOrderOf(release) is relaxed); sync with acquire or"
            " acq_rel before this access";
   const int first = unit / HB_PER_RANK * HB_PER_RANK;
+  const int lanes_differ = me % HB_PER_RANK != unit % HB_PER_RANK &&
+                           unit % HB_PER_RANK < HB_NONE &&
+                           me % HB_PER_RANK < HB_NONE;
   for (int u = first; u < first + HB_PER_RANK; u++)
     if (hb_clock(d, RELEASED, u)[unit] >= clock)
-      return "it was released (by an LSA barrier with release, or by its"
-             " kernel's start for what the host did before), but this side"
-             " synced no LSA barrier since that acquires it: sync one with"
-             " acquire (or acq_rel) before this access";
+      return lanes_differ
+                 ? "this side did not acquire it: it was released, but by"
+                   " another CTA than this one, and an LSA barrier orders"
+                   " only the same CTA of each rank (barrier index"
+                   " blockIdx.x): have each CTA read what the same CTA of"
+                   " its peers wrote"
+                 : "this side did not acquire it: it was released (by an"
+                   " LSA barrier with release, or by its kernel's start for"
+                   " what the host did before), but this side synced no LSA"
+                   " barrier since that acquires it: sync one with acquire"
+                   " (or acq_rel) before this access";
   return "the other side released nothing after it: no LSA barrier with"
          " release after that access (one synced with"
          " cuda::memory_order_acquire or relaxed releases nothing: NCCL's"

@@ -23,13 +23,6 @@ lsa_run() {
   fi
 }
 
-# lsa_case NAME: begin, or a skip naming why no build is possible here.
-lsa_case() {
-  if [ -n "$LSA_MISSING" ]; then skip "$1" "$LSA_MISSING"; return 1; fi
-  [[ $1 == *mpi* ]] && { mpi_cases "$1" || return 1; }
-  begin "$1" || return 1
-  need "lsa-programs"
-}
 
 for variant in lsa-pthread lsa-mpi; do
   for n in 1 2 3 4 5 6 7 8; do
@@ -121,8 +114,8 @@ broken() { # NAME RULE-TEXT SED-EXPRESSION [in-kernel|host]
   [ "$where" = host ] || want_err "repeats it)" # a kernel's schedule seed
   end
 }
-broken no-first-barrier "but this side synced no LSA barrier since that acquires it" '0,/bar.sync(ncclCoopCta(), cuda::memory_order_acquire);/s//\/\/ (removed)/'
-broken relaxed-first-barrier "this side observed a barrier that published it but did not acquire it: its wait was relaxed" 's/cuda::memory_order_acquire);/cuda::memory_order_relaxed);/'
+broken no-first-barrier "this side did not acquire it: it was released" '0,/bar.sync(ncclCoopCta(), cuda::memory_order_acquire);/s//\/\/ (removed)/'
+broken relaxed-first-barrier "this side did not acquire it: it observed a barrier that published it, but its wait was relaxed" 's/cuda::memory_order_acquire);/cuda::memory_order_relaxed);/'
 broken no-last-barrier "the other side released nothing after it: no LSA barrier with release after that access" 's/bar.sync(ncclCoopCta(), cuda::memory_order_release);/\/\/ (removed)/' host
 broken peer-past-the-team "[lsa-pointer] rank" 's/for (int peer = 0; peer < nRanks; peer++) {/for (int peer = 0; peer <= nRanks; peer++) {/'
 broken index-past-the-window "past its end (a window offset or an element index too large?)" 's/v += sendPtr\[offset\];/v += sendPtr[offset + 1];/'

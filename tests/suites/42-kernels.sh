@@ -1,0 +1,104 @@
+# Kernels of one's own on the simulation's memory model (tests/sim/hb.c,
+# access.c): the lesson's main.cu with its kernel replaced by one of
+# tests/kernels/*.cu (or edited), built as the simulated lesson is. The
+# correct ones pass, with the lesson's verification; each wrong one fails
+# with the rule that names what a GPU would get wrong: a missing or one-way
+# barrier (lsa-data-race, naming the order that is missing), or CTAs
+# sharing an LSA barrier (lsa-barrier).
+# Cases: kernels/correct/NAME/MODE-RANKS-seed-S, kernels/wrong/NAME/...,
+# kernels/seed/..., kernels/copied-lesson/...
+# make test runs each at 2 ranks as threads and 4 as MPI processes, one
+# seed; make test-kernels (KERNEL_MATRIX=full) at 2, 4 and 8 ranks, both
+# modes, seeds 1 to 20.
+# Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
+# Lane: second (tests/run_tests.sh runs the lanes of a whole run at once)
+
+if [ "${KERNEL_MATRIX:-}" = full ]; then
+  KERNEL_RUNS="" # MODE:RANKS:SEED
+  for n in 2 4 8; do for m in threads mpi; do for s in $(seq 1 20); do
+    KERNEL_RUNS+="$m:$n:$s "
+  done; done; done
+else
+  KERNEL_RUNS="threads:2:1 mpi:4:2"
+fi
+
+# kernel_program NAME SOURCE SED: the lesson's main.cu with its kernel
+# replaced by tests/kernels/SOURCE ("-": the lesson's own), then SED
+# applied; built once per run for threads and for MPI into $KP/NAME.
+kernel_program() {
+  local name=$1 source=$2 edit=$3 dir=$B/kernels/$1 mode objs
+  KP=$dir
+  [ -e "$dir/built" ] && return 0
+  mkdir -p "$dir"
+  if [ "$source" = - ]; then
+    cp "$ROOT/03_allreduce_lsa/c/main.cu" "$dir/main.cu"
+  else
+    K="$ROOT/tests/kernels/$source" perl -0pe \
+      'BEGIN { local $/; open my $k, "<", $ENV{K} or die; $kernel = <$k> }
+       s/__global__ void simpleAllReduceKernel\(.*?\n\}\n/$kernel/s' \
+      "$ROOT/03_allreduce_lsa/c/main.cu" >"$dir/main.cu"
+  fi
+  [ -n "$edit" ] && sed -i "$edit" "$dir/main.cu"
+  { "$ROOT/tests/sim/compile_cu.sh" g++ -I"$ROOT/common/include" -I"$LSA_NCCL_HOME/include" \
+      -DCUDA_API_PER_THREAD_DEFAULT_STREAM=1 -idirafter "${CUDA_HOME:-/usr/local/cuda}/include" \
+      -D_GNU_SOURCE -O0 -g -c -o "$dir/main.o" "$dir/main.cu" &&
+    for mode in pthread $([ $HAVE_MPI = 1 ] && echo mpi); do
+      objs=$(find "$B/lsa-$mode/obj/$mode" -name '*.o' ! -name main.o | sort)
+      $([ $mode = mpi ] && echo mpicc || echo cc) -o "$dir/$mode" "$dir/main.o" $objs \
+        "$B/lsa-pthread/sim.o" -Wl,--wrap=set_error_rank -lstdc++ -pthread -lm || exit
+    done; } >"$dir/build.log" 2>&1 && touch "$dir/built"
+}
+
+# kernel_run MODE RANKS SEED: runs $KP's program; sets $status.
+kernel_run() {
+  local mode=$1 n=$2 seed=$3
+  if [ "$mode" = mpi ]; then
+    SIM_SEED=$seed SIM_DIR=$TMPDIR SIM_DEVICES=$n run "${MPIRUN[@]}" -np "$n" "$KP/mpi" -n $SMALL
+  else
+    SIM_SEED=$seed SIM_DIR=$TMPDIR SIM_DEVICES=$n NTHREADS=$n run "$KP/pthread" -n $SMALL
+  fi
+}
+
+# kernel_cases KIND NAME SOURCE SED [RULE TEXT]: the cases of one kernel
+# (KIND correct or wrong) at every run of KERNEL_RUNS.
+kernel_cases() {
+  local kind=$1 kname=$2 source=$3 edit=$4 rule=${5:-} text=${6:-} r mode n seed c
+  for r in $KERNEL_RUNS; do
+    IFS=: read -r mode n seed <<<"$r"
+    c=kernels/$kind/$kname/$mode-$n-seed-$seed
+    lsa_case "$c" || continue
+    kernel_program "$kname" "$source" "$edit" || why+="it did not build (see $KP/build.log); "
+    kernel_run "$mode" "$n" "$seed"
+    if [ "$kind" = correct ]; then
+      want_status 0
+      want_out "Results verified correctly"
+      no_violation
+    else
+      want_status 70
+      want_err "RULE VIOLATION [$rule] rank"
+      want_err "$text"
+    fi
+    end
+  done
+}
+
+MIDDLE='s/memory_order_acq_rel); \/\* middle \*\//memory_order_ORDER); \/* middle *\//'
+NOT_ACQUIRED="this side did not acquire it"
+NOT_RELEASED="the other side released nothing after it"
+SHARED="while CTA"
+kernel_cases correct lesson - ""
+kernel_cases correct two-shot two-shot.cu ""
+kernel_cases correct stores-then-read stores-then-read.cu ""
+kernel_cases correct pointers-before-the-barrier pointers-before-the-barrier.cu ""
+kernel_cases correct shared-memory shared-memory.cu ""
+kernel_cases correct warp-shuffle warp-shuffle.cu ""
+kernel_cases correct float4 float4.cu ""
+kernel_cases wrong two-shot-release-middle two-shot.cu "${MIDDLE/ORDER/release}" lsa-data-race "$NOT_ACQUIRED"
+kernel_cases wrong two-shot-acquire-middle two-shot.cu "${MIDDLE/ORDER/acquire}" lsa-data-race "$NOT_RELEASED"
+kernel_cases wrong stores-then-acquire stores-then-read.cu "${MIDDLE/ORDER/acquire}" lsa-data-race "$NOT_RELEASED"
+kernel_cases wrong stores-then-release stores-then-read.cu "${MIDDLE/ORDER/release}" lsa-data-race "$NOT_ACQUIRED"
+kernel_cases wrong relaxed-first-barrier - '0,/memory_order_acquire);/s//memory_order_relaxed);/' lsa-data-race "this side did not acquire it: it observed a barrier that published it, but its wait was relaxed"
+kernel_cases wrong reads-after-the-release reads-after-the-release.cu "" lsa-data-race "$NOT_ACQUIRED"
+kernel_cases wrong writes-peer-after-the-release writes-peer-after-the-release.cu "" lsa-data-race "$NOT_RELEASED"
+kernel_cases wrong all-ctas-on-barrier-0 - 's/devComm.lsaBarrier, blockIdx.x}/devComm.lsaBarrier, 0}/' lsa-barrier "$SHARED"
+kernel_cases wrong half-the-barriers - 's/devComm.lsaBarrier, blockIdx.x}/devComm.lsaBarrier, blockIdx.x % 8}/' lsa-barrier "$SHARED"
