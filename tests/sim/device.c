@@ -168,7 +168,10 @@ ncclResult_t ncclDevCommCreate(ncclComm_t comm,
   /* Collective: rank 0 makes the barriers' file, then every rank maps it. */
   char path[PATH_LEN + 64];
   snprintf(path, sizeof path, "%s/lsa-barriers-%lu", comm->dir, comm->seq[LANE_HOST]);
-  d->slots_bytes = (size_t)(n ? n : 1) * (size_t)comm->nranks * sizeof *d->slots;
+  /* The barriers' epochs [barrier][rank], then the team's turns for
+   * kernels that run in lockstep (lockstep.c). */
+  const size_t barrier_bytes = (size_t)(n ? n : 1) * (size_t)comm->nranks * sizeof *d->slots;
+  d->slots_bytes = barrier_bytes + lockstep_bytes(comm->nranks);
   if (comm->rank == 0) {
     int fd = open(path, O_CREAT | O_RDWR | O_TRUNC, 0600);
     if (fd < 0 || ftruncate(fd, (off_t)d->slots_bytes) != 0)
@@ -191,6 +194,7 @@ ncclResult_t ncclDevCommCreate(ncclComm_t comm,
   if (slots == MAP_FAILED || d->epochs == NULL || d->holders == NULL)
     sim_failure(call, "cannot map %s", path);
   d->slots = slots;
+  lockstep_map(d, (unsigned char *)slots + barrier_bytes);
   pthread_mutex_lock(&lock);
   d->next = devcomms;
   devcomms = d;

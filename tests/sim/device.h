@@ -14,6 +14,8 @@ struct sim_kernel {
   const char *name;
   dim3 grid, block;
   size_t shared; /* its dynamic shared memory, bytes */
+  const struct ncclDevComm *devcomm; /* the device communicator it takes, if any:
+                                   it then runs in lockstep with the team */
   int rank, device;
   void (*thread)(void *);
   void *args;
@@ -109,7 +111,31 @@ typedef struct sim_devcomm {
   size_t slots_bytes;
   unsigned long long *epochs; /* this rank's, per barrier */
   unsigned *holders; /* per barrier: 1 + the CTA whose session is on it */
+  /* The team's kernels in lockstep (lockstep.c), in the same file: */
+  _Atomic int *turn;                    /* the member whose turn it is */
+  _Atomic unsigned long long *seed;     /* the launch's schedule seed */
+  _Atomic unsigned long long *launched; /* [member]: its launches so far */
+  _Atomic unsigned long long *finished; /* [member]: its launches ended */
 } sim_devcomm;
+
+/* ---------------------------------------------- lockstep (lockstep.c) */
+/* A kernel that takes a device communicator runs in lockstep with the
+ * same launch on the team's other ranks: one rank's threads at a time, in
+ * a fixed order, each rank's schedule drawn from one seed, so that
+ * SIM_SEED repeats the whole run. */
+size_t lockstep_bytes(int nranks);
+void lockstep_map(sim_devcomm *d, unsigned char *area);
+typedef struct lockstep {
+  sim_devcomm *d;
+  int member, members;
+  unsigned long long launch;
+} lockstep;
+/* Enters the launch: waits until every member launched it; returns the
+ * schedule seed the team shares. */
+unsigned long long lockstep_enter(lockstep *ls, sim_devcomm *d,
+                                  const char *kernel);
+void lockstep_wait_turn(lockstep *ls);
+void lockstep_pass(lockstep *ls, int done);
 
 /* The first `bytes` of the file at path (a barriers' file, a peer's
  * memfd), mapped shared for reading and writing; MAP_FAILED if not. */

@@ -248,16 +248,32 @@ static void thread_ended(grid_run *g, fiber *f)
   g->ended++;
 }
 
-static void schedule(grid_run *g)
+/* In lockstep (ls), this rank runs for a quantum of steps at its turn,
+ * or until all its threads that can run have only looked for their peers
+ * once. */
+#define QUANTUM 4096
+static void schedule(grid_run *g, lockstep *ls)
 {
   const struct timespec nap = {0, 20 * 1000};
+  unsigned steps = 0;
+  int looked = 0;
+  if (ls != NULL)
+    lockstep_wait_turn(ls);
   while (g->ended < g->nctas) {
     admit(g);
+    if (ls != NULL && (steps >= QUANTUM || (g->nready == 0 && looked))) {
+      lockstep_pass(ls, 0);
+      lockstep_wait_turn(ls);
+      steps = 0, looked = 0;
+    }
     if (g->nready == 0) { /* only threads waiting for peers: let them look */
       memcpy(g->ready, g->spinning, g->nspinning * sizeof *g->ready);
       g->nready = g->nspinning;
       g->nspinning = 0;
-      nanosleep(&nap, NULL);
+      if (ls != NULL)
+        looked = 1;
+      else
+        nanosleep(&nap, NULL);
       continue;
     }
     unsigned i = draw(g, (unsigned)g->nready);
@@ -267,21 +283,31 @@ static void schedule(grid_run *g)
     g->current = f;
     swapcontext(&g->scheduler, &f->context);
     g->current = NULL;
+    steps++;
     if (f->state == FIBER_DONE)
       thread_ended(g, f);
     else if (f->state == FIBER_SPINNING)
       g->spinning[g->nspinning++] = f;
   }
+  if (ls != NULL)
+    lockstep_pass(ls, 1);
 }
 
 void run_kernel(struct sim_kernel *k, uint32_t correlation)
 {
   grid_run g = {.k = k, .nctas = volume(k->grid), .nthreads = volume(k->block)};
-  const char *seed = getenv("SIM_SEED");
-  struct timespec now;
-  clock_gettime(CLOCK_REALTIME, &now);
-  g.seed = seed && *seed ? strtoull(seed, NULL, 10)
-                         : (unsigned long long)now.tv_nsec ^ (unsigned long long)k->rank << 20;
+  lockstep team, *ls = NULL;
+  sim_devcomm *d = k->devcomm ? k->devcomm->sim : NULL;
+  if (d != NULL && d->magic == DEVCOMM_MAGIC) {
+    ls = &team;
+    g.seed = lockstep_enter(ls, d, k->name);
+  } else {
+    const char *seed = getenv("SIM_SEED");
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    g.seed = seed && *seed ? strtoull(seed, NULL, 10)
+                           : (unsigned long long)now.tv_nsec ^ (unsigned long long)k->rank << 20;
+  }
   g.rng = g.seed * 2654435761u + (unsigned long long)k->rank + 1;
   const long slots = env_long("SIM_CTA_SLOTS", 132);
   const size_t most = (size_t)(slots > 0 ? slots : 1) * g.nthreads;
@@ -304,7 +330,7 @@ void run_kernel(struct sim_kernel *k, uint32_t correlation)
   hb_kernels(k->rank, nlanes, 1);
   grid_run *outer = running;
   running = &g;
-  schedule(&g);
+  schedule(&g, ls);
   running = outer;
   hb_kernels(k->rank, nlanes, 0);
   if (cupti_kernel != NULL)

@@ -123,6 +123,7 @@ static unsigned volume(dim3 d) { return d.x * d.y * d.z; }
 
 cudaError_t ncclsim_launch(const char *name, dim3 grid, dim3 block,
                            size_t shared_bytes, cudaStream_t stream,
+                           const ncclDevComm_t *devcomm,
                            void (*thread)(void *), void *args,
                            void (*release)(void *))
 {
@@ -146,8 +147,8 @@ cudaError_t ncclsim_launch(const char *name, dim3 grid, dim3 block,
     release(args);
     return launch_error = cudaErrorMemoryAllocation;
   }
-  *k = (struct sim_kernel){name, grid, block, shared_bytes, sim_rank(),
-                           current_device, thread, args, release};
+  *k = (struct sim_kernel){name, grid, block, shared_bytes, devcomm,
+                           sim_rank(), current_device, thread, args, release};
   work_item item = {.kind = WORK_KERNEL, .kernel = k};
   if (!enqueue(stream, 1, &item)) {
     release(args);

@@ -26,9 +26,8 @@ fi
 # replaced by tests/kernels/SOURCE ("-": the lesson's own), then SED
 # applied; built once per run for threads and for MPI into $KP/NAME.
 kernel_program() {
-  local name=$1 source=$2 edit=$3 dir=$B/kernels/$1 mode objs
+  local name=$1 source=$2 edit=$3 dir=$B/kernels/$1 mode objs inputs
   KP=$dir
-  [ -e "$dir/built" ] && return 0
   mkdir -p "$dir"
   if [ "$source" = - ]; then
     cp "$ROOT/03_allreduce_lsa/c/main.cu" "$dir/main.cu"
@@ -39,6 +38,11 @@ kernel_program() {
       "$ROOT/03_allreduce_lsa/c/main.cu" >"$dir/main.cu"
   fi
   [ -n "$edit" ] && sed -i "$edit" "$dir/main.cu"
+  # Built again when the program or the simulation changed.
+  inputs=$(cat "$dir/main.cu" "$ROOT"/tests/sim/compile_cu.sh "$ROOT"/tests/sim/include/* \
+    "$B/lsa-pthread/sim.o" $(find "$B"/lsa-*/obj -name '*.o' ! -name main.o | sort) 2>/dev/null | cksum)
+  [ "$(cat "$dir/built" 2>/dev/null)" = "$inputs" ] && return 0
+  rm -f "$dir/built"
   { "$ROOT/tests/sim/compile_cu.sh" g++ -I"$ROOT/common/include" -I"$LSA_NCCL_HOME/include" \
       -DCUDA_API_PER_THREAD_DEFAULT_STREAM=1 -idirafter "${CUDA_HOME:-/usr/local/cuda}/include" \
       -D_GNU_SOURCE -O0 -g -c -o "$dir/main.o" "$dir/main.cu" &&
@@ -46,7 +50,7 @@ kernel_program() {
       objs=$(find "$B/lsa-$mode/obj/$mode" -name '*.o' ! -name main.o | sort)
       $([ $mode = mpi ] && echo mpicc || echo cc) -o "$dir/$mode" "$dir/main.o" $objs \
         "$B/lsa-pthread/sim.o" -Wl,--wrap=set_error_rank -lstdc++ -pthread -lm || exit
-    done; } >"$dir/build.log" 2>&1 && touch "$dir/built"
+    done; } >"$dir/build.log" 2>&1 && echo "$inputs" >"$dir/built"
 }
 
 # kernel_run MODE RANKS SEED: runs $KP's program; sets $status.
@@ -102,3 +106,19 @@ kernel_cases wrong reads-after-the-release reads-after-the-release.cu "" lsa-dat
 kernel_cases wrong writes-peer-after-the-release writes-peer-after-the-release.cu "" lsa-data-race "$NOT_RELEASED"
 kernel_cases wrong all-ctas-on-barrier-0 - 's/devComm.lsaBarrier, blockIdx.x}/devComm.lsaBarrier, 0}/' lsa-barrier "$SHARED"
 kernel_cases wrong half-the-barriers - 's/devComm.lsaBarrier, blockIdx.x}/devComm.lsaBarrier, blockIdx.x % 8}/' lsa-barrier "$SHARED"
+
+# SIM_SEED fixes the whole schedule of a kernel that takes a device
+# communicator (tests/sim/lockstep.c): the same seed says the same, byte
+# for byte, twice as threads and once as MPI processes.
+if lsa_case kernels/seed/same-seed-same-message; then
+  kernel_program two-shot-release-middle two-shot.cu "${MIDDLE/ORDER/release}"
+  for how in threads threads mpi; do
+    [ $how = mpi ] && [ $HAVE_MPI = 0 ] && continue
+    kernel_run $how 4 11
+    want_status 70
+    grep -h "RULE VIOLATION" "$f.err" >"$f.$how.$RANDOM"
+  done
+  [ "$(cat "$f".*.* | sort | uniq -c | wc -l)" = 1 ] && grep -q "SIM_SEED=11 repeats it" "$f".threads.* ||
+    why+="the messages differ: $(cat "$f".*.* | sort | uniq -c | head -n 3 | tr '\n' ' '); "
+  end
+fi

@@ -335,11 +335,27 @@ template <typename... P> struct ncclsim_launch_of {
   }
   static void release(void *args) { delete static_cast<call *>(args); }
 
+  /* The device communicator among the arguments (copied with them), if
+   * any. */
+  template <std::size_t I = 0>
+  static const ncclDevComm *devcomm_of(const std::tuple<std::decay_t<P>...> &t)
+  {
+    if constexpr (I == sizeof...(P)) {
+      return nullptr;
+    } else if constexpr (std::is_same<std::tuple_element_t<I, std::tuple<std::decay_t<P>...>>,
+                                      ncclDevComm>::value) {
+      return &std::get<I>(t);
+    } else {
+      return devcomm_of<I + 1>(t);
+    }
+  }
+
   template <typename... A> void operator()(A &&...args) const
   {
     call *c = new call(kernel, std::tuple<std::decay_t<P>...>(
                                    std::forward<A>(args)...));
-    ncclsim_launch(name, grid, block, shared, stream, thread, c, release);
+    ncclsim_launch(name, grid, block, shared, stream, devcomm_of(c->second),
+                   thread, c, release);
   }
 };
 

@@ -1,0 +1,138 @@
+/* ncclsim: a team's kernels in lockstep (see device.h). A launch whose
+ * arguments hold a device communicator is the same launch on every rank
+ * of its LSA team (the device API's kernels meet at LSA barriers). Its
+ * ranks (threads or processes) first all enter it; then they take turns in
+ * member order, one rank's GPU threads running at a time for a quantum of
+ * scheduling steps, and a rank whose kernel ended leaves the turns to the
+ * others. Each rank draws its schedule from the seed the team's first
+ * member drew (SIM_SEED, else the clock), and everything the ranks share
+ * (barriers, windows, their clocks) changes only in turns taken in a fixed
+ * order: the same seed runs the same interleaving, and says the same. The
+ * turn is a word of the device communicator's file that every rank maps;
+ * a rank waits for it with a futex. */
+#include "sim.h"
+
+#include <linux/futex.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+size_t lockstep_bytes(int nranks)
+{
+  return 64 + 2 * (size_t)nranks * sizeof(unsigned long long);
+}
+
+void lockstep_map(sim_devcomm *d, unsigned char *area)
+{
+  d->turn = (_Atomic int *)area;
+  d->seed = (_Atomic unsigned long long *)(area + 8);
+  d->launched = (_Atomic unsigned long long *)(area + 64);
+  d->finished = d->launched + d->comm->nranks;
+}
+
+static long ms_since(const struct timespec *start)
+{
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (now.tv_sec - start->tv_sec) * 1000 +
+         (now.tv_nsec - start->tv_nsec) / 1000000;
+}
+
+/* Sleeps until *word may no longer be `value` (10 ms at most). */
+static void futex_wait(_Atomic int *word, int value)
+{
+  const struct timespec ten_ms = {0, 10 * 1000 * 1000};
+  syscall(SYS_futex, (int *)word, FUTEX_WAIT, value, &ten_ms, NULL, 0);
+}
+
+static void futex_wake(_Atomic int *word)
+{
+  syscall(SYS_futex, (int *)word, FUTEX_WAKE, 1 << 30, NULL, NULL, 0);
+}
+
+/* A peer that broke a rule stops this rank too; one that never comes is
+ * named after SIM_TIMEOUT_MS. */
+static void check_peers(const lockstep *ls, const struct timespec *start,
+                        const char *what)
+{
+  char abort_path[PATH_LEN + 16];
+  snprintf(abort_path, sizeof abort_path, "%s/abort", ls->d->comm->dir);
+  if (access(abort_path, F_OK) == 0) {
+    fprintf(stderr, "ncclsim: rank %d stops in its kernel: a peer reported"
+                    " a violation\n", ls->d->comm->rank);
+    _exit(SIM_EXIT_VIOLATION);
+  }
+  const long timeout_ms = env_long("SIM_TIMEOUT_MS", 10000);
+  if (ms_since(start) > timeout_ms)
+    violation(ls->d->comm, "lsa-barrier", what,
+              "waited %ld ms for the team's other ranks in a kernel that"
+              " takes a device communicator: every rank of the LSA team"
+              " must launch it (its launch #%llu) and let it end",
+              timeout_ms, ls->launch);
+}
+
+static int team_rank(const lockstep *ls, int member)
+{
+  return ls->d->first + member;
+}
+
+unsigned long long lockstep_enter(lockstep *ls, sim_devcomm *d,
+                                  const char *kernel)
+{
+  *ls = (lockstep){.d = d, .member = d->lsa_rank, .members = d->lsa_size};
+  ls->launch = atomic_load(&d->launched[d->comm->rank]) + 1;
+  if (ls->member == 0) { /* the first member draws the team's seed */
+    const char *s = getenv("SIM_SEED");
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    atomic_store(d->seed, s && *s ? strtoull(s, NULL, 10)
+                                  : (unsigned long long)now.tv_nsec);
+  }
+  atomic_store(&d->launched[d->comm->rank], ls->launch);
+  char what[160];
+  snprintf(what, sizeof what, "kernel %s (its launch #%llu)", kernel,
+           ls->launch);
+  struct timespec start;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  for (int m = 0; m < ls->members; m++)
+    while (atomic_load(&d->launched[team_rank(ls, m)]) < ls->launch) {
+      check_peers(ls, &start, what);
+      struct timespec nap = {0, 100 * 1000};
+      nanosleep(&nap, NULL);
+    }
+  return atomic_load(d->seed);
+}
+
+void lockstep_wait_turn(lockstep *ls)
+{
+  struct timespec start;
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  int t;
+  while ((t = atomic_load(ls->d->turn)) != ls->member) {
+    check_peers(ls, &start, "a kernel's turn");
+    futex_wait(ls->d->turn, t);
+  }
+}
+
+/* Ends this rank's quantum (done: its kernel ended): the turn goes to the
+ * next member whose kernel still runs; the last to end gives it back to
+ * the first member, for the next launch. */
+void lockstep_pass(lockstep *ls, int done)
+{
+  sim_devcomm *d = ls->d;
+  if (done)
+    atomic_store(&d->finished[d->comm->rank], ls->launch);
+  int next = 0;
+  for (int i = 1; i <= ls->members; i++) {
+    const int m = (ls->member + i) % ls->members;
+    if (atomic_load(&d->finished[team_rank(ls, m)]) < ls->launch) {
+      next = m;
+      break;
+    }
+  }
+  atomic_store(d->turn, next);
+  futex_wake(d->turn);
+}
