@@ -3,9 +3,17 @@
 # what it prints without a GPU. Nothing it prints is a measurement: the
 # first line says so.
 #   tools/simulate.sh [--mpi N] PROGRAM [OPTIONS...]
+#   tools/simulate.sh [--mpi N] --lesson DIR [OPTIONS...]
 # PROGRAM: allreduce_sm, allgather_ce or allreduce_lsa (its kernel runs on
 # the host, every GPU thread a fiber; it needs an nccl.h >= 2.30.7:
-# NCCL_HOME, whose include/ is enough).
+# NCCL_HOME, whose include/ is enough). --lesson DIR: a device API lesson
+# folder copied out of this repository with its common/ beside it (DIR/c/
+# main.cu, DIR/../common), your own kernel in it: built for the simulation
+# from there (a compile error is the compiler's, under it what the
+# simulation does not have), then run as PROGRAM is. The simulation checks
+# what a GPU would not forgive: an access of a peer's window not ordered by
+# LSA barriers (lsa-data-race), CTAs sharing a barrier, a CTA barrier one
+# thread left (tests/README.md lists every rule, and what is simulated).
 # Threads by default (NTHREADS=N ranks, default 4); --mpi N runs N MPI
 # processes under mpirun (Open MPI needed). SIM_DEVICES=N simulated GPUs
 # (default: one per rank); SIM_NCCL_VERSION the NCCL version it plays
@@ -14,10 +22,16 @@
 # toolkit's cupti.h, What ran speaks from the simulation's CUPTI.
 # Needs the CUDA toolkit's headers and nccl.h (CUDA_HOME, NCCL_HOME), not
 # their libraries. Paths in OPTIONS are the caller's (--csv FILE).
-# Exits as the program does; 2 for a bad setting of its own, 70 when the
-# simulation refuses a setting of tests/sim/sim.h (its message says which).
+# Exits as the program does; 1 when the build fails; 2 for a bad setting
+# of its own; 70 when the simulation stops the program: a rule of CUDA or
+# NCCL broken ("ncclsim: RULE VIOLATION [rule] ..." says which, where, and
+# with a kernel's schedule seed: SIM_SEED=S repeats it), or a setting of
+# tests/sim/sim.h refused (its message says which).
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd) || exit 1
+# make cannot name paths with spaces: work through a link without any.
+. "$root/tests/lib/path_without_spaces.sh"
+root=$(path_without_spaces "$root") || exit 1
 usage() { sed -n '2,/^set -u/p' "$root/tools/simulate.sh" | sed '$d; s/^# \{0,1\}//'; }
 bad() { echo "simulate.sh: $*" >&2; exit 2; }
 whole_number() { [[ $1 =~ ^[0-9]+$ ]] && [ ${#1} -le 4 ] && [ "$1" -ge 1 ]; }
@@ -28,10 +42,19 @@ if [ "${1:-}" = --mpi ]; then
   mpi=$2
   shift 2
 fi
+lesson=""
 case ${1:-} in
   allreduce_sm | allgather_ce | allreduce_lsa) ;;
+  --lesson)
+    [ -e "${2:-}/c/main.cu" ] || bad "--lesson takes a lesson folder with c/main.cu (a copy of 03_allreduce_lsa, say), not '${2:-}'"
+    [ -e "${2:-}/../common/example.mk" ] || bad "--lesson ${2:-}: no common/ beside it (${2:-}/../common/example.mk): copy common/ with the lesson"
+    lesson_named=$(cd "$2" && pwd)
+    lesson=$(path_without_spaces "$lesson_named") || exit 1
+    shift
+    set -- allreduce_lsa "${@:2}"
+    ;;
   -h | --help) usage; exit 0 ;;
-  *) bad "'${1:-}' is not a program here: use allreduce_sm, allgather_ce or allreduce_lsa (tools/simulate.sh --help)" ;;
+  *) bad "'${1:-}' is not a program here: use allreduce_sm, allgather_ce or allreduce_lsa, or --lesson DIR (tools/simulate.sh --help)" ;;
 esac
 program=$1
 shift
@@ -83,6 +106,25 @@ if ! ([ "$program" = allreduce_lsa ] && unset NCCL_HOME
   echo "simulate.sh: building the simulated $program failed: ${why:-see $log} (it needs the CUDA toolkit's headers in $cuda/include, CUDA_HOME, and nccl.h: NCCL_HOME; the whole log: $log)" >&2
   exit 1
 fi
+if [ -n "$lesson" ]; then
+  # The copied lesson, built by its own Makefile as the simulated lesson is
+  # (tests/Makefile, lsa-*), into the copy's build-sim/.
+  lesson_log=$lesson/build-sim/build.log
+  mkdir -p "$lesson/build-sim"
+  if ! (unset NCCL_HOME
+    make --no-print-directory -s -C "$lesson/c" MPI=$([ -n "$mpi" ] && echo 1 || echo 0) \
+      NCCL_CPPFLAGS=-I"$LSA_NCCL_HOME/include" BUILD_DIR="$lesson/build-sim/obj" \
+      BIN="$lesson/build-sim/$variant" CFLAGS="-O0 -g" LDFLAGS=-Wl,--wrap=set_error_rank \
+      RUNTIME_LIBS="$root/tests/build/lsa-pthread/sim.o" HAVE_CUPTI=0 \
+      CU_COMPILE="$root/tests/sim/compile_cu.sh g++") >"$lesson_log" 2>&1; then
+    grep -v '^make' "$lesson_log" >&2
+    echo "simulate.sh: building $lesson_named/c for the simulation failed (above: the compiler's words; the whole log: $lesson_named/build-sim/build.log)" >&2
+    exit 1
+  fi
+  program_path=$lesson/build-sim/$variant
+else
+  program_path=$root/tests/build/$variant/$program
+fi
 SIM_DIR=$(mktemp -d) || exit 1
 export SIM_DIR
 trap 'rm -rf "$SIM_DIR"' EXIT
@@ -91,7 +133,7 @@ echo "# SIMULATED: no GPU ran this; tests/sim stands in for CUDA and NCCL ($(plu
 if [ -n "$mpi" ]; then
   extra=()
   [ "$(id -u)" = 0 ] && extra+=(--allow-run-as-root)
-  mpirun "${extra[@]}" --oversubscribe -np "$mpi" "$root/tests/build/$variant/$program" "$@"
+  mpirun "${extra[@]}" --oversubscribe -np "$mpi" "$program_path" "$@"
 else
-  "$root/tests/build/$variant/$program" "$@"
+  "$program_path" "$@"
 fi

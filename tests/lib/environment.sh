@@ -67,15 +67,15 @@ own_environment
 
 # GNU make cannot name a file whose path has a space, and the suite's
 # builds name files under the checkout. From a checkout whose path has one,
-# the suite works through a link to it whose path has none (in /tmp, one
-# per user and checkout), and everything it starts sees that path:
-# SUITE_ROOT (tests/Makefile and the Python checks take the checkout from
-# it).
+# the suite works through a link to it whose path has none, in a folder of
+# the user's own (tests/lib/path_without_spaces.sh), and everything it
+# starts sees that path: SUITE_ROOT (tests/Makefile and the Python checks
+# take the checkout from it).
+. "$(dirname "${BASH_SOURCE[0]}")/path_without_spaces.sh"
 case $PWD in
   *[[:space:]]*)
-    suite_link=/tmp/nccl-suite-$(id -u)-$(printf %s "$PWD" | cksum | cut -d' ' -f1)
-    if ! ln -sfn "$PWD" "$suite_link" || ! cd "$suite_link"; then
-      echo "tests: the checkout's path has a space ('$PWD'), and a link to it without one ($suite_link) could not be made" >&2
+    if ! suite_link=$(path_without_spaces "$PWD") || ! cd "$suite_link"; then
+      echo "tests: the checkout's path has a space ('$PWD'), and no link to it without one could be made" >&2
       exit 2
     fi
     ;;

@@ -122,14 +122,17 @@ static region *region_of(const void *p)
 static void line_of(uint32_t offset, char *buf, size_t len)
 {
   buf[0] = '\0';
-  char cmd[128], out[128] = "";
+  char cmd[128], out[256] = "";
   snprintf(cmd, sizeof cmd, "addr2line -e /proc/%d/exe 0x%x 2>/dev/null",
            (int)getpid(), offset);
   FILE *p = popen(cmd, "r");
   if (p == NULL)
     return;
   if (fgets(out, sizeof out, p) != NULL && strstr(out, "??") == NULL) {
-    out[strcspn(out, " \n")] = '\0';
+    out[strcspn(out, "\n")] = '\0';
+    char *extra = strstr(out, " (discriminator");
+    if (extra != NULL)
+      *extra = '\0';
     const char *base = strrchr(out, '/');
     snprintf(buf, len, ", %.100s", base ? base + 1 : out);
   }

@@ -45,7 +45,7 @@ for a in "${args[@]}"; do
 done
 log=${out%.o}.sim.log
 status=0
-"$cxx" -x c++ -std=c++17 -I"$here/include" -Wall -Wextra -Werror \
+LC_ALL=C "$cxx" -x c++ -std=c++17 -I"$here/include" -Wall -Wextra -Werror \
   -Wno-missing-field-initializers -fsanitize=thread -MMD -MP "${flags[@]}" "$rewritten" 2>"$log" || status=$?
 cat "$log" >&2
 if [ $status != 0 ]; then

@@ -122,3 +122,40 @@ if lsa_case kernels/seed/same-seed-same-message; then
     why+="the messages differ: $(cat "$f".*.* | sort | uniq -c | head -n 3 | tr '\n' ' '); "
   end
 fi
+
+# A learner's own kernel: the lesson folder and common/ copied out of the
+# repository (to a path with a space), run on the simulation with one
+# command (tools/simulate.sh --lesson); an edit that breaks a barrier is
+# named; a compile error is the compiler's, with what is not simulated.
+copied_lesson() { # NAME SED: a fresh copy, edited, in $copy
+  copy="$TMPDIR/$1 copy"
+  rm -rf "$copy" && mkdir -p "$copy"
+  (cd "$ROOT" && tracked_files 03_allreduce_lsa common | grep -v '/python/' | tar -cf - -T -) | tar -xf - -C "$copy"
+  [ -n "$2" ] && sed -i "$2" "$copy/03_allreduce_lsa/c/main.cu"
+}
+if lsa_case kernels/copied-lesson/as-copied; then
+  copied_lesson as-copied ""
+  NCCL_HOME=$LSA_NCCL_HOME NTHREADS=2 run "$ROOT/tools/simulate.sh" --lesson "$copy/03_allreduce_lsa" -n $SMALL
+  want_status 0
+  want_out "Results verified correctly"
+  no_violation
+  end
+fi
+if lsa_case kernels/copied-lesson/relaxed-last-barrier; then
+  copied_lesson relaxed-last-barrier 's/cuda::memory_order_release);/cuda::memory_order_relaxed);/'
+  NCCL_HOME=$LSA_NCCL_HOME NTHREADS=2 run "$ROOT/tools/simulate.sh" --lesson "$copy/03_allreduce_lsa" -n $SMALL
+  want_status 70
+  want_err "RULE VIOLATION [lsa-data-race]"
+  want_err "main.cu:"
+  end
+fi
+if lsa_case kernels/copied-lesson/compile-error; then
+  copied_lesson compile-error 's/float v = 0.0f;/float v = 0.0f; __nanosleep(10);/'
+  NCCL_HOME=$LSA_NCCL_HOME NTHREADS=2 run "$ROOT/tools/simulate.sh" --lesson "$copy/03_allreduce_lsa" -n $SMALL
+  want_status 1
+  want_err "error: '__nanosleep' was not declared in this scope"
+  want_err "not simulated here: __nanosleep"
+  want_err "simulate.sh: building $copy/03_allreduce_lsa/c for the simulation failed"
+  no_err "CUDA_HOME"
+  end
+fi
