@@ -214,7 +214,16 @@ static int allreduce_lsa(const rank_ctx *ctx)
 }
 
 /* The same kernel as the instruments run it (common/include/bootstrap.h,
- * device_kernel): its device communicator, one launch per operation. */
+ * device_kernel): the lesson's checks, its device communicator, one launch
+ * per operation. */
+static int kernel_usable(const rank_ctx *ctx, ncclComm_t comm)
+{
+  ncclCommProperties_t props = NCCL_COMM_PROPERTIES_INITIALIZER;
+  NCCLCHECK(ncclCommQueryProperties(comm, &props));
+  return all_ranks_check_device_api(ctx, props.deviceApiSupport,
+                                    props.nLsaTeams);
+}
+
 static void *kernel_setup(ncclComm_t comm)
 {
   ncclDevComm *devComm = (ncclDevComm *)host_calloc(1, sizeof *devComm);
@@ -247,6 +256,7 @@ int main(int argc, char *argv[])
    * at least 2.30.7, and not older than the nccl.h this was built with (the
    * device API refuses that). */
   static const device_kernel lsa_kernel = {
+      .usable = kernel_usable,
       .setup = kernel_setup,
       .run = kernel_run,
       .teardown = kernel_teardown,

@@ -42,7 +42,11 @@ typedef struct example_desc example_desc;
  * beside NCCL's collective, on the same windows. setup and teardown are
  * collective (a device communicator on `comm`); run queues one operation
  * of `count` floats per rank on `stream`. */
+typedef struct rank_ctx rank_ctx;
 typedef struct device_kernel {
+  /* Collective: can the kernel run on comm? Each rank that cannot says
+   * why, as the lesson does; then it is left out. */
+  int (*usable)(const rank_ctx *ctx, ncclComm_t comm);
   void *(*setup)(ncclComm_t comm);
   void (*run)(void *state, ncclWindow_t send, ncclWindow_t recv, size_t count,
               cudaStream_t stream);
@@ -50,7 +54,7 @@ typedef struct device_kernel {
 } device_kernel;
 
 /* What one rank knows about itself. Read-only for the example. */
-typedef struct rank_ctx {
+struct rank_ctx {
   int rank;                    /* NCCL rank: 0 .. nranks-1 */
   int nranks;                  /* ranks in the job */
   int device;                  /* CUDA device this rank drives */
@@ -61,7 +65,7 @@ typedef struct rank_ctx {
   const example_options *opts; /* parsed command line, same on every rank */
   const example_desc *example; /* what runs (NULL in tests of run_ranks) */
   run_state *run;
-} rank_ctx;
+};
 
 /* The per-rank body of an example. Returns EXIT_SUCCESS or EXIT_FAILURE;
  * run_example's status is the worst status of any rank. */

@@ -54,7 +54,7 @@ static void launch(lsa_setup *s, void (*thread)(void *), unsigned threads)
 {
   CUDACHECK(ncclsim_launch("wrong_kernel", (dim3){1, 1, 1},
                            (dim3){threads, 1, 1}, 0, cudaStreamPerThread,
-                           &s->dev, thread, s, no_release));
+                           &s->dev, thread, s, no_release, NULL));
   CUDACHECK(cudaStreamSynchronize(cudaStreamPerThread));
 }
 

@@ -214,7 +214,16 @@ ncclResult_t ncclDevCommDestroy(ncclComm_t comm, const ncclDevComm_t *devComm)
 {
   if (comm == NULL || devComm == NULL)
     return ncclInvalidArgument;
-  land_device_work(); /* the kernels that use it end first */
+  /* NCCL does not wait: it deregisters the barriers' memory at once (2.30.7
+   * src/dev_runtime.cc, ncclDevCommDestroy), under a kernel still using
+   * it. The program must synchronize the kernel's stream first. */
+  const int pending = kernels_queued_with(devComm->sim);
+  if (pending > 0)
+    violation(comm, "destroy-device-communicator", "ncclDevCommDestroy",
+              "%d kernel(s) that take this device communicator are still"
+              " queued or running: NCCL frees its barriers' memory at once"
+              " (it does not wait for them, NCCL 2.30.7 src/dev_runtime.cc);"
+              " synchronize their stream first", pending);
   pthread_mutex_lock(&lock);
   sim_devcomm *d = devcomms;
   while (d != NULL && d != devComm->sim)

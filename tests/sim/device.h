@@ -20,7 +20,17 @@ struct sim_kernel {
   void (*thread)(void *);
   void *args;
   void (*release)(void *);
+  void *(*clone)(const void *); /* a copy of args, for a graph's replays */
 };
+/* A kernel recorded into a graph, launched again (streams.c): a copy of
+ * k with a copy of its arguments; NULL if out of memory. */
+struct sim_kernel *copy_kernel(const struct sim_kernel *k);
+void free_kernel(struct sim_kernel *k);
+/* Kernels queued or running that take the device communicator whose
+ * simulated state is devcomm_state (queues.c). */
+int kernels_queued_with(const void *devcomm_state);
+/* Queues k on stream (it takes k). */
+cudaError_t queue_kernel(struct sim_kernel *k, cudaStream_t stream);
 
 /* A queued kernel, when it runs: every GPU thread, then freed (fibers.c). */
 void run_kernel(struct sim_kernel *k, uint32_t correlation);

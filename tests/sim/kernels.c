@@ -121,13 +121,49 @@ static _Thread_local cudaError_t launch_error = cudaSuccess;
 
 static unsigned volume(dim3 d) { return d.x * d.y * d.z; }
 
+
+struct sim_kernel *copy_kernel(const struct sim_kernel *k)
+{
+  struct sim_kernel *c = malloc(sizeof *c);
+  void *args = c ? k->clone(k->args) : NULL;
+  if (args == NULL) {
+    free(c);
+    return NULL;
+  }
+  *c = *k;
+  c->args = args;
+  if (k->devcomm != NULL) /* the device communicator among the arguments */
+    c->devcomm = (const void *)((const unsigned char *)args +
+                                ((const unsigned char *)k->devcomm -
+                                 (const unsigned char *)k->args));
+  return c;
+}
+
+void free_kernel(struct sim_kernel *k)
+{
+  k->release(k->args);
+  free(k);
+}
+
+cudaError_t queue_kernel(struct sim_kernel *k, cudaStream_t stream)
+{
+  work_item item = {.kind = WORK_KERNEL, .kernel = k};
+  if (!enqueue(stream, 1, &item)) {
+    free_kernel(k);
+    return launch_error = cudaErrorMemoryAllocation;
+  }
+  return cudaSuccess;
+}
+
 cudaError_t ncclsim_launch(const char *name, dim3 grid, dim3 block,
                            size_t shared_bytes, cudaStream_t stream,
                            const ncclDevComm_t *devcomm,
                            void (*thread)(void *), void *args,
-                           void (*release)(void *))
+                           void (*release)(void *),
+                           void *(*clone)(const void *))
 {
-  refuse_in_capture("a kernel launch", stream);
+  if (clone == NULL)
+    refuse_in_capture("a kernel launch", stream);
   if (volume(block) == 0 || volume(block) > 1024 || block.z > 64 ||
       volume(grid) == 0 || grid.y > 65535 || grid.z > 65535) {
     release(args);
@@ -148,14 +184,11 @@ cudaError_t ncclsim_launch(const char *name, dim3 grid, dim3 block,
     return launch_error = cudaErrorMemoryAllocation;
   }
   *k = (struct sim_kernel){name, grid, block, shared_bytes, devcomm,
-                           sim_rank(), current_device, thread, args, release};
-  work_item item = {.kind = WORK_KERNEL, .kernel = k};
-  if (!enqueue(stream, 1, &item)) {
-    release(args);
-    free(k);
-    return launch_error = cudaErrorMemoryAllocation;
-  }
-  return cudaSuccess;
+                           sim_rank(), current_device, thread, args, release,
+                           clone};
+  if (record_kernel(stream, k)) /* captured: it runs at each replay */
+    return cudaSuccess;
+  return queue_kernel(k, stream);
 }
 
 cudaError_t cudaGetLastError(void)

@@ -9,6 +9,8 @@
  * a GPU. */
 #include "sim.h"
 
+#include "ncclsim_device.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -193,6 +195,17 @@ void land_queue(const void *key)
 {
   while (land_one(in_queue, key, NULL))
     ;
+}
+
+int kernels_queued_with(const void *devcomm_state)
+{
+  int n = 0;
+  pthread_mutex_lock(&lock);
+  for (const work *w = queued; w != NULL; w = w->next)
+    n += w->kind == WORK_KERNEL && w->kernel->devcomm != NULL &&
+         w->kernel->devcomm->sim == devcomm_state;
+  pthread_mutex_unlock(&lock);
+  return n;
 }
 
 void land_device_work(void)

@@ -158,7 +158,8 @@ struct CUstream_st {
   struct CUgraph_st *capture; /* being captured into this graph, or NULL */
 };
 
-/* One collective recorded while its stream was being captured. */
+/* One collective recorded while its stream was being captured, or (kernel
+ * not NULL) a kernel launch. */
 typedef struct sim_node {
   int allgather; /* 0: ncclAllReduce */
   const void *send;
@@ -167,6 +168,7 @@ typedef struct sim_node {
   ncclDataType_t type;
   ncclRedOp_t op;
   ncclComm_t comm;
+  struct sim_kernel *kernel; /* a kernel node: what is launched again */
 } sim_node;
 
 /* A captured graph, and an instantiated one: the collectives in order. */
@@ -340,6 +342,8 @@ void cupti_collective(uint32_t correlation, const sim_node *node)
  * when the collective was recorded; refuse_in_capture ends the program,
  * naming `call`, for work the simulation does not capture. */
 int record_collective(cudaStream_t stream, const sim_node *node);
+/* The same for a kernel launch (it takes k). */
+int record_kernel(cudaStream_t stream, struct sim_kernel *k);
 void refuse_in_capture(const char *call, cudaStream_t stream);
 /* The rule for ranks that share a device's context: nothing may wait for
  * the whole device or the legacy default stream (stream NULL). */

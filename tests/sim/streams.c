@@ -178,13 +178,20 @@ cudaError_t cudaEventDestroy(cudaEvent_t event)
  * it is recorded into the graph and not run, as CUDA does: the collectives
  * are recorded (collectives.c), and a launch of the instantiated graph runs
  * them in order on the launch's stream, so a result read before the launch
- * is the old one. Other work queued on a capturing stream (copies,
- * memsets) is not simulated: it ends the program, naming the call.
+ * is the old one; so are the program's own kernels (each replay runs one
+ * with a copy of its captured arguments). Other work queued on a capturing
+ * stream (copies, memsets) is not simulated: it ends the program, naming
+ * the call.
  * Synchronising a capturing stream fails, as in CUDA. */
 cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream,
                                         enum cudaStreamCaptureMode mode);
 cudaError_t cudaStreamEndCapture_ptsz(cudaStream_t stream, cudaGraph_t *graph);
 cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t exec, cudaStream_t stream);
+
+int record_kernel(cudaStream_t stream, struct sim_kernel *k)
+{
+  return record_collective(stream, &(sim_node){.kernel = k});
+}
 
 int record_collective(cudaStream_t stream, const sim_node *node)
 {
@@ -209,7 +216,7 @@ void refuse_in_capture(const char *call, cudaStream_t stream)
   if (capturing(stream))
     violation(NULL, "graph-capture", call,
               "queued on a stream being captured: the simulation captures"
-              " only NCCL collectives");
+              " only NCCL collectives and the program's own kernels");
 }
 
 cudaError_t cudaStreamBeginCapture(cudaStream_t stream,
@@ -266,6 +273,9 @@ cudaError_t cudaGraphDestroy(cudaGraph_t graph)
 {
   if (graph == NULL)
     return cudaErrorInvalidValue;
+  for (size_t i = 0; i < graph->n; i++)
+    if (graph->nodes[i].kernel != NULL)
+      free_kernel(graph->nodes[i].kernel);
   free(graph->nodes);
   free(graph);
   return cudaSuccess;
@@ -284,8 +294,13 @@ cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph,
     free(e);
     return cudaErrorMemoryAllocation;
   }
-  for (size_t i = 0; i < graph->n; i++)
+  for (size_t i = 0; i < graph->n; i++) {
     e->nodes[i] = graph->nodes[i];
+    if (graph->nodes[i].kernel != NULL && /* the exec's own arguments */
+        (e->nodes[i].kernel = copy_kernel(graph->nodes[i].kernel)) == NULL)
+      return cudaErrorMemoryAllocation;
+    e->n = i + 1;
+  }
   e->n = graph->n;
   *exec = e;
   return cudaSuccess;
@@ -302,6 +317,13 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream)
   ncclResult_t res = ncclSuccess;
   for (size_t i = 0; i < exec->n && res == ncclSuccess; i++) {
     const sim_node *n = &exec->nodes[i];
+    if (n->kernel != NULL) { /* launched again, with its own arguments */
+      struct sim_kernel *k = copy_kernel(n->kernel);
+      res = k != NULL && queue_kernel(k, stream) == cudaSuccess
+                ? ncclSuccess
+                : ncclSystemError;
+      continue;
+    }
     res = n->allgather
               ? ncclAllGather(n->send, n->recv, n->count, n->type, n->comm,
                               stream)
@@ -322,6 +344,9 @@ cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec)
 {
   if (exec == NULL)
     return cudaErrorInvalidValue;
+  for (size_t i = 0; i < exec->n; i++)
+    if (exec->nodes[i].kernel != NULL)
+      free_kernel(exec->nodes[i].kernel);
   free(exec->nodes);
   free(exec);
   return cudaSuccess;

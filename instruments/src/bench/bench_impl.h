@@ -39,6 +39,7 @@ typedef struct mode_spec {
   int windows; /* register both buffers as symmetric windows */
   int kernel;  /* run the lesson's own kernel (example_desc.kernel) on
                   the windows, not NCCL's collective */
+  const char *text; /* what it is, for the header */
 } mode_spec;
 
 /* A communicator the modes share: its CTAPolicy and, for the setup line,
@@ -50,7 +51,6 @@ typedef struct comm_spec {
 
 typedef struct bench_coll {
   const char *title;      /* "sum AllReduce": in the header */
-  const char *modes_text; /* what the modes are: in the header */
   const char *size_text;  /* what "size" means: in the header */
   /* Elements per rank for a message of `bytes` on nranks ranks. */
   size_t (*count_for)(size_t bytes, int nranks);

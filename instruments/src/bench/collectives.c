@@ -44,8 +44,6 @@ static size_t allreduce_count_wrong(const float *result, size_t count,
 
 static const bench_coll allreduce = {
     .title = "sum AllReduce",
-    .modes_text = "sym = symmetric windows; plain = ncclMemAlloc buffers, no"
-                  " windows",
     .size_text = "bytes per rank",
     .count_for = allreduce_count_for,
     .result_count = allreduce_result_count,
@@ -55,16 +53,14 @@ static const bench_coll allreduce = {
     .ncomms = 1,
     .comms = {{NCCL_CTA_POLICY_DEFAULT, "communicator init"}},
     .nmodes = 2,
-    .modes = {{"sym", 0, 1, 0}, {"plain", 0, 0, 0}},
+    .modes = {{"sym", 0, 1, 0, "symmetric windows"},
+              {"plain", 0, 0, 0, "ncclMemAlloc buffers, no windows"}},
 };
 
 /* A lesson with its own AllReduce kernel: that kernel on the windows,
  * beside NCCL's AllReduce on the same kind of windows and without. */
 static const bench_coll allreduce_kernel = {
     .title = "sum AllReduce",
-    .modes_text = "lsa = the lesson's kernel on symmetric windows; sym ="
-                  " ncclAllReduce on symmetric windows; plain = ncclMemAlloc"
-                  " buffers, no windows",
     .size_text = "bytes per rank",
     .count_for = allreduce_count_for,
     .result_count = allreduce_result_count,
@@ -74,7 +70,9 @@ static const bench_coll allreduce_kernel = {
     .ncomms = 1,
     .comms = {{NCCL_CTA_POLICY_DEFAULT, "communicator init"}},
     .nmodes = 3,
-    .modes = {{"lsa", 0, 1, 1}, {"sym", 0, 1, 0}, {"plain", 0, 0, 0}},
+    .modes = {{"lsa", 0, 1, 1, "the lesson's kernel on symmetric windows"},
+              {"sym", 0, 1, 0, "ncclAllReduce on symmetric windows"},
+              {"plain", 0, 0, 0, "ncclMemAlloc buffers, no windows"}},
 };
 
 /* allgather_ce needs NCCL 2.28 (CTAPolicy ZERO) and refuses older headers;
@@ -118,8 +116,6 @@ static size_t allgather_count_wrong(const float *result, size_t count,
 
 static const bench_coll allgather = {
     .title = "AllGather",
-    .modes_text = "ce = CTAPolicy ZERO + symmetric windows; sym = default"
-                  " policy + windows; plain = default policy, no windows",
     .size_text = "bytes gathered per rank",
     .count_for = allgather_count_for,
     .result_count = allgather_result_count,
@@ -130,7 +126,9 @@ static const bench_coll allgather = {
     .comms = {{NCCL_CTA_POLICY_DEFAULT, "communicator init"},
               {NCCL_CTA_POLICY_ZERO, "with CTAPolicy ZERO"}},
     .nmodes = 3,
-    .modes = {{"ce", 1, 1, 0}, {"sym", 0, 1, 0}, {"plain", 0, 0, 0}},
+    .modes = {{"ce", 1, 1, 0, "CTAPolicy ZERO + symmetric windows"},
+              {"sym", 0, 1, 0, "default policy + windows"},
+              {"plain", 0, 0, 0, "default policy, no windows"}},
 };
 #endif
 

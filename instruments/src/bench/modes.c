@@ -67,9 +67,20 @@ void modes_setup(bench *b)
     b->comms[i] =
         init_comm(b->ctx, b->coll->comms[i].cta_policy, &b->init_ms[i]);
   for (int i = 0; i < b->coll->nmodes; i++) {
-    add_mode(b, &b->coll->modes[i]);
-    if (b->coll->modes[i].kernel)
-      b->kernel_state = b->ctx->example->kernel->setup(b->modes[i].comm);
+    const mode_spec *spec = &b->coll->modes[i];
+    const device_kernel *k = b->ctx->example->kernel;
+    /* The lesson's kernel where the lesson would run it: else its mode is
+     * left out (each rank said why), and the others are measured. */
+    if (spec->kernel && k->usable != NULL &&
+        !k->usable(b->ctx, b->comms[spec->comm])) {
+      print_root(b->ctx, "# --bench: mode %s left out: the lesson's kernel"
+                         " cannot run on this communicator (said above)\n",
+                 spec->name);
+      continue;
+    }
+    add_mode(b, spec);
+    if (spec->kernel)
+      b->kernel_state = k->setup(b->modes[b->nmodes - 1].comm);
   }
 }
 

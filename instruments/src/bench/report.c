@@ -230,7 +230,11 @@ void report_header(bench *b)
   format_nccl_version(NCCL_VERSION_CODE, built, sizeof built);
   print_root(ctx, "# rank 0's GPU: %s\n", b->gpu);
   print_root(ctx, "# NCCL %s loaded (built against nccl.h %s)\n", have, built);
-  print_root(ctx, "# modes: %s\n", b->coll->modes_text);
+  char modes[512] = "";
+  for (int i = 0; i < b->nmodes; i++)
+    text_add(modes, sizeof modes, "%s%s = %s", i ? "; " : "",
+             b->modes[i].spec->name, b->modes[i].spec->text);
+  print_root(ctx, "# modes: %s\n", modes);
   print_root(ctx, "# size: %s; roof: %s, measured in this run\n",
              b->coll->size_text, roofline_text(b));
   if (ctx->gpu_shared)

@@ -334,6 +334,10 @@ template <typename... P> struct ncclsim_launch_of {
     std::apply(c->first, c->second);
   }
   static void release(void *args) { delete static_cast<call *>(args); }
+  static void *clone(const void *args)
+  {
+    return new call(*static_cast<const call *>(args));
+  }
 
   /* The device communicator among the arguments (copied with them), if
    * any. */
@@ -355,7 +359,7 @@ template <typename... P> struct ncclsim_launch_of {
     call *c = new call(kernel, std::tuple<std::decay_t<P>...>(
                                    std::forward<A>(args)...));
     ncclsim_launch(name, grid, block, shared, stream, devcomm_of(c->second),
-                   thread, c, release);
+                   thread, c, release, clone);
   }
 };
 

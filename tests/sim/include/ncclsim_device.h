@@ -87,12 +87,15 @@ ncclResult_t ncclDevCommDestroy(ncclComm_t comm, const ncclDevComm_t *devComm);
 /* Kernel launches: `thread` runs once per GPU thread, with `args`; then
  * `release(args)`. Queued on `stream` as CUDA queues a kernel. A kernel
  * that takes a device communicator (devcomm, else NULL) runs in lockstep
- * with its team's (tests/sim/lockstep.c). */
+ * with its team's (tests/sim/lockstep.c). On a stream being captured into
+ * a CUDA graph it is recorded instead, and each replay runs a copy of
+ * `args` from `clone` (NULL: it cannot be captured). */
 cudaError_t ncclsim_launch(const char *name, dim3 grid, dim3 block,
                            size_t shared_bytes, cudaStream_t stream,
                            const ncclDevComm_t *devcomm,
                            void (*thread)(void *args), void *args,
-                           void (*release)(void *args));
+                           void (*release)(void *args),
+                           void *(*clone)(const void *args));
 /* Inside a kernel: the calling GPU thread's coordinates. */
 uint3 ncclsim_thread_idx(void);
 uint3 ncclsim_block_idx(void);
