@@ -216,7 +216,7 @@ static void check(const void *p, size_t bytes, int how, int rank, int lane,
         W_CLOCK(s) > seen[hb_unit(W_RANK(s), W_LANE(s))])
       race(rg, w, writes, rank, lane, thread, site, 1, W_RANK(s), W_LANE(s),
            W_THREAD(s), rg->sites[w], W_CLOCK(s));
-    if (writes)
+    if (writes) {
       for (int q = 0; q < hb_ranks(d); q++) {
         const uint32_t r = __atomic_load_n(&rg->reads[(size_t)q * rg->words + w],
                                            __ATOMIC_ACQUIRE);
@@ -225,7 +225,6 @@ static void check(const void *p, size_t bytes, int how, int rank, int lane,
           race(rg, w, writes, rank, lane, thread, site, 0, q, R_LANE(r), 0,
                0, R_CLOCK(r));
       }
-    if (writes) {
       __atomic_store_n(&rg->writes[w],
                        write_stamp(now, lane, rank, thread, atomic),
                        __ATOMIC_RELEASE);

@@ -88,10 +88,10 @@ static sim_devcomm *barrier_of(const ncclDevComm_t *devComm, unsigned index)
 unsigned long long ncclsim_lsa_session_open(const ncclDevComm_t *devComm,
                                             unsigned index)
 {
-  char place[256];
   sim_devcomm *d = barrier_of(devComm, index);
   const unsigned mine = current_cta() + 1;
-  if (d->holders[index] != 0 && d->holders[index] != mine)
+  if (d->holders[index] != 0 && d->holders[index] != mine) {
+    char place[256];
     violation(d->comm, "lsa-barrier", current_place(place, sizeof place),
               "CTA %u makes a session on LSA barrier %u while CTA %u of this"
               " rank holds one on it: NCCL keeps one epoch per barrier,"
@@ -101,6 +101,7 @@ unsigned long long ncclsim_lsa_session_open(const ncclDevComm_t *devComm,
               " peers; give each CTA its own (index blockIdx.x, with"
               " lsaBarrierCount = the CTA count)",
               mine - 1, index, d->holders[index] - 1);
+  }
   d->holders[index] = mine;
   return d->epochs[index];
 }

@@ -67,38 +67,15 @@ const void *queue_key(cudaStream_t stream, int ptds_entry)
   return stream;
 }
 
-/* SIM_GPU_US=WHAT:RANK:US[,...]: the simulated GPU spends US microseconds
- * on each such work of rank RANK (* for every rank) when it runs, after
- * doing it; WHAT is "collective", or "copy" (device to device, or between
- * devices). Timed work then lasts a known time: a loop of n operations
- * between two events at least n * US. A setting it cannot read ends the
- * process. */
+/* The simulated GPU time of a work (SIM_GPU_US, cuda.c): collectives and
+ * device-to-device copies only. */
 static long gpu_us(const work *w)
 {
-  const char *spec = getenv("SIM_GPU_US");
   const int copy = w->kind == WORK_COPY && (w->copy_kind == 8 || w->copy_kind == 10);
-  if (spec == NULL || *spec == '\0' || (w->kind != WORK_COLLECTIVE && !copy))
+  if (w->kind != WORK_COLLECTIVE && !copy)
     return 0;
-  const int rank = w->kind == WORK_COLLECTIVE ? w->node.comm->rank : w->rank;
-  long total = 0;
-  for (const char *item = spec; *item;) {
-    char what[16], who[16];
-    long us;
-    int used = 0;
-    if (sscanf(item, "%15[^:]:%15[^:]:%ld%n", what, who, &us, &used) != 3 ||
-        us < 0 || (item[used] != ',' && item[used] != '\0') ||
-        (strcmp(what, "collective") != 0 && strcmp(what, "copy") != 0) ||
-        (strcmp(who, "*") != 0 && strspn(who, "0123456789") != strlen(who))) {
-      fprintf(stderr, "ncclsim: SIM_GPU_US='%s': wanted WHAT:RANK:US[,...],"
-              " WHAT collective or copy, RANK a number or *\n", spec);
-      _exit(SIM_EXIT_VIOLATION);
-    }
-    if (strcmp(what, copy ? "copy" : "collective") == 0 &&
-        (strcmp(who, "*") == 0 || atoi(who) == rank))
-      total += us;
-    item += used + (item[used] == ',');
-  }
-  return total;
+  return sim_gpu_us(copy ? "copy" : "collective",
+                    w->kind == WORK_COLLECTIVE ? w->node.comm->rank : w->rank);
 }
 
 /* Runs one work, without the lock: a collective waits for its peers. */

@@ -75,9 +75,12 @@
  *   cuda.c        CUDA: devices, errors
  *   memory.c      CUDA: memory, copies, memsets
  *   queues.c      CUDA: the streams' queues of work, and when it runs
- *   streams.c     CUDA: streams, events, graph capture, cudaDeviceSynchronize
+ *   streams.c     CUDA: streams, events, cudaDeviceSynchronize
+ *   graphs.c      CUDA: graph capture, instantiation and replay
  *   nccl.c        NCCL: versions, ids, communicators
+ *   queries.c     NCCL: a communicator's state, size and rank
  *   windows.c     ncclMemAlloc/ncclMemFree and symmetric windows
+ *   support.c     what a registration gets, per NCCL version and setting
  *   collectives.c ncclAllReduce and ncclAllGather
  *   cublas.c      cuBLAS's SGEMM (only with HAVE_CUBLAS)
  *   cupti.c       CUPTI's activity records (only where cupti.h is)
@@ -158,28 +161,7 @@ struct CUstream_st {
   struct CUgraph_st *capture; /* being captured into this graph, or NULL */
 };
 
-/* One collective recorded while its stream was being captured, or (kernel
- * not NULL) a kernel launch. */
-typedef struct sim_node {
-  int allgather; /* 0: ncclAllReduce */
-  const void *send;
-  void *recv;
-  size_t count;
-  ncclDataType_t type;
-  ncclRedOp_t op;
-  ncclComm_t comm;
-  struct sim_kernel *kernel; /* a kernel node: what is launched again */
-} sim_node;
-
-/* A captured graph, and an instantiated one: the collectives in order. */
-struct CUgraph_st {
-  sim_node *nodes;
-  size_t n, capacity;
-};
-struct CUgraphExec_st {
-  sim_node *nodes;
-  size_t n;
-};
+#include "graphs.h" /* captured graphs: sim_node, record_collective */
 
 struct CUevent_st {
   struct CUevent_st *next;
@@ -212,6 +194,10 @@ extern _Thread_local char last_error[1024];
         break;                                                                 \
       }                                                                        \
   } while (0)
+
+/* cuda.c: SIM_GPU_US's microseconds for a work of `kind` (collective,
+ * copy) of `rank`. */
+long sim_gpu_us(const char *kind, int rank);
 
 /* ------------------------------------------------------------- state.c */
 long env_long(const char *name, long fallback);
@@ -259,7 +245,9 @@ int machine_device(int device);
 
 /* ----------------------------------------------------------- windows.c */
 /* Whether NCCL gives comm symmetric support (and so its device API). */
-int symmetric_support(const struct ncclComm *comm);
+int symmetric_support(const struct ncclComm *comm); /* support.c */
+int writes_null_first(void);
+int gives_local_registration(void);
 /* Does a symmetric window of comm hold [p, p + bytes)? */
 int in_symmetric_window(ncclComm_t comm, const void *p, size_t bytes);
 
@@ -319,14 +307,14 @@ void drop_comm(const struct ncclComm *comm);
 /* collectives.c: a queued collective, when it runs. */
 void run_collective(const sim_node *node);
 
-/* cupti.c, only in the builds that have it (weak: NULL elsewhere): an API
- * record for a call that queues work, by the calling thread (its
- * correlation id; 0 when CUPTI records nothing); the records of a copy
- * (copy_kind: CUpti_ActivityMemcpyKind) or of a collective, when it runs. */
 /* Whether the calling thread is inside ncclGroupStart/ncclGroupEnd
  * (windows.c). */
 int in_group(void);
 
+/* cupti.c, only in the builds that have it (weak: NULL elsewhere): an API
+ * record for a call that queues work, by the calling thread (its
+ * correlation id; 0 when CUPTI records nothing); the records of a copy
+ * (copy_kind: CUpti_ActivityMemcpyKind) or of a collective, when it runs. */
 uint32_t cupti_launch(void) __attribute__((weak));
 /* Between cupti_graph_launch(1) and (0) the calling thread launches a
  * graph: its work shares one API record, a cudaGraphLaunch's, as CUDA's
@@ -337,14 +325,6 @@ void cupti_copy(uint32_t correlation, int device, int copy_kind,
 void cupti_collective(uint32_t correlation, const sim_node *node)
     __attribute__((weak));
 
-/* Graph capture (streams.c): while `stream` is being captured, work queued
- * on it is recorded, not run, as CUDA does. record_collective returns 1
- * when the collective was recorded; refuse_in_capture ends the program,
- * naming `call`, for work the simulation does not capture. */
-int record_collective(cudaStream_t stream, const sim_node *node);
-/* The same for a kernel launch (it takes k). */
-int record_kernel(cudaStream_t stream, struct sim_kernel *k);
-void refuse_in_capture(const char *call, cudaStream_t stream);
 /* The rule for ranks that share a device's context: nothing may wait for
  * the whole device or the legacy default stream (stream NULL). */
 void check_shared_context(const char *call, cudaStream_t stream);

@@ -58,55 +58,6 @@ typedef struct deferred_registration {
 static _Thread_local int group_depth;
 static _Thread_local deferred_registration *deferred;
 
-/* From 2.29.2, ncclCommWindowRegister writes NULL to *win before anything
- * else, and without symmetric support returns there (src/dev_runtime.cc at
- * NVIDIA/nccl's tags v2.29.2-1 to v2.30.7-1; recorded on 2.30.7). Before,
- * it does not, and returns ncclSuccess with *win unwritten where it has no
- * window to give (src/dev_runtime.cc at v2.28.3-1 and v2.28.9-1, and a
- * probe on 2.28.3 that found its sentinel still there). */
-static int writes_null_first(void)
-{
-  return simulated_version() >= NCCL_VERSION(2, 29, 2);
-}
-
-/* Symmetric support, as NCCL decides it for the communicator. Before
- * 2.28.7, a communicator whose every rank is alone on its node has none
- * (NCCL 2.28.3, src/transport.cc and src/init.cc); SIM_NO_SYMMETRIC takes
- * it away for any communicator (ranks on hosts without NVLink, say). */
-int symmetric_support(const struct ncclComm *comm)
-{
-  if (env_long("SIM_NO_SYMMETRIC", 0))
-    return 0;
-  /* NCCL_WIN_ENABLE=0 and NCCL_CUMEM_ENABLE=0 leave no window (recorded on
-   * 2.30.7: docs/facts, env.win-enable-0, env.cumem-enable-0), read as
-   * NCCL reads its integers. */
-  const char *win = getenv("NCCL_WIN_ENABLE"), *cumem = getenv("NCCL_CUMEM_ENABLE");
-  if ((win && *win && strtoll(win, NULL, 0) == 0) ||
-      (cumem && *cumem && strtoll(cumem, NULL, 0) == 0))
-    return 0;
-  /* Ranks on several hosts (NCCL_HOSTID): no symmetric support on 2.30.7
-   * (docs/checks/h200-2026-12-03-hermetic.txt: NULL windows with 2 and 4
-   * ranks on 2 and 4 emulated hosts; deviceApiSupport 0 on an H100,
-   * docs/checks/h100-2026-12-06-lsa.txt), nor, the simulation assumes,
-   * on any other version. */
-  if (comm->hosts)
-    return 0;
-  return !(comm->alone_on_nodes &&
-           simulated_version() < NCCL_VERSION(2, 28, 7));
-}
-
-/* Before 2.29.2 (see writes_null_first), without symmetric support and
- * with NCCL_LOCAL_REGISTER on (NCCL's default; read as NCCL reads its
- * integers), ncclCommWindowRegister hands back the handle of an ordinary
- * local registration (ncclCommRegister): not a window, and the same handle
- * for the same buffer registered twice (NCCL 2.28.3, src/dev_runtime.cc). */
-static int gives_local_registration(void)
-{
-  const char *text = getenv("NCCL_LOCAL_REGISTER");
-  int local = text == NULL || *text == '\0' || strtoll(text, NULL, 0) != 0;
-  return !writes_null_first() && local;
-}
-
 /* Adds a registration to the list and hands it out in *win: a window, or
  * (local_only) a local registration counting one registration. */
 static ncclResult_t add_registration(ncclComm_t comm, sim_alloc *a,

@@ -104,7 +104,7 @@ missing_from_map() {
   local map=$1 p
   shift
   for p in "$@"; do
-    case $p in tests/data/*) p=tests/data/ ;; *__pycache__*) continue ;; esac
+    case $p in tests/data/*) p=tests/data/ ;; tests/kernels/*) p=tests/kernels/ ;; *__pycache__*) continue ;; esac
     grep -qF -- "$p " "$map" || echo "$p"
   done
 }

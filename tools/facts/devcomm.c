@@ -15,7 +15,9 @@
  * than the type would imply", 2.30.7 src/dev_runtime.cc), so this head is
  * a whole request. A layout fact, not NCCL's code. */
 typedef struct reqs_head {
+  // cppcheck-suppress unusedStructMember
   size_t size;
+  // cppcheck-suppress unusedStructMember
   unsigned int magic, version;
   // cppcheck-suppress unusedStructMember
   void *resource_requirements, *team_requirements;
@@ -23,14 +25,17 @@ typedef struct reqs_head {
   bool lsa_multimem;
   // cppcheck-suppress unusedStructMember
   int barrier_count;
+  // cppcheck-suppress unusedStructMember
   int lsa_barrier_count;
 } reqs_head;
 
 /* The head of ncclDevComm (2.29.2 to 2.32: nccl_device/impl/
  * comm__types.h): the probe reads the LSA team from it. */
 typedef struct devcomm_head {
+  // cppcheck-suppress unusedStructMember
   unsigned int magic, version;
   int rank, nranks;
+  // cppcheck-suppress unusedStructMember
   unsigned int nranks_rcp32;
   int lsa_rank, lsa_size;
 } devcomm_head;

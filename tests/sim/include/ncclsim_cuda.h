@@ -1,0 +1,140 @@
+/*
+ * The CUDA built-ins a kernel of the simulated lessons uses (see
+ * nccl_device.h, which includes this): threadIdx and the rest, barriers of
+ * a CTA and of a warp, shuffles and votes, atomics, fences, __shared__
+ * objects. Every GPU thread is a fiber of tests/sim/fibers.c; what they
+ * share is tests/sim/ctas.c's. Never part of what users build.
+ */
+#ifndef NCCLSIM_CUDA_H
+#define NCCLSIM_CUDA_H
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "ncclsim_device.h"
+
+/* ----------------------------------------------------- CUDA built-ins */
+#define threadIdx (ncclsim_thread_idx())
+#define blockIdx (ncclsim_block_idx())
+#define blockDim (ncclsim_block_dim())
+#define gridDim (ncclsim_grid_dim())
+#define warpSize 32
+#define __syncthreads() ncclsim_cta_sync()
+/* A fence orders nothing between ranks here: only LSA barriers do
+ * (tests/README.md: the memory model). */
+#define __threadfence() ncclsim_fence()
+#define __threadfence_block() ncclsim_fence()
+#define __threadfence_system() ncclsim_fence()
+
+inline void __syncwarp(unsigned mask = 0xffffffffu) { ncclsim_warp_sync(mask); }
+inline unsigned __activemask() { return 0xffffffffu; }
+inline unsigned __ballot_sync(unsigned mask, int p)
+{
+  return ncclsim_warp_ballot(mask, p);
+}
+inline int __any_sync(unsigned mask, int p) { return __ballot_sync(mask, p) != 0; }
+inline int __all_sync(unsigned mask, int p) { return __ballot_sync(mask, !p) == 0; }
+inline int __popc(unsigned x) { return __builtin_popcount(x); }
+
+/* A shuffle moves the bits of a value of up to 8 bytes. */
+template <typename T> T ncclsim_shfl(unsigned mask, T v, int from)
+{
+  static_assert(sizeof(T) <= 8 && std::is_trivially_copyable<T>::value,
+                "not simulated here: a shuffle of a value over 8 bytes");
+  unsigned long long bits = 0;
+  std::memcpy(&bits, &v, sizeof v);
+  bits = ncclsim_warp_shuffle(mask, bits, from);
+  T out;
+  std::memcpy(&out, &bits, sizeof out);
+  return out;
+}
+/* The lane a shuffle reads, within a segment of `width` lanes (CUDA's
+ * rules: out of the segment, the thread's own value). */
+inline int ncclsim_segment(int width) { return width > 0 && width <= 32 ? width : 32; }
+template <typename T> T __shfl_sync(unsigned mask, T v, int src, int width = 32)
+{
+  const int w = ncclsim_segment(width), lane = (int)ncclsim_lane_id();
+  return ncclsim_shfl(mask, v, lane / w * w + ((src % w) + w) % w);
+}
+template <typename T> T __shfl_up_sync(unsigned mask, T v, unsigned d, int width = 32)
+{
+  const int w = ncclsim_segment(width), lane = (int)ncclsim_lane_id();
+  const int src = lane - (int)d;
+  return ncclsim_shfl(mask, v, src >= lane / w * w ? src : lane);
+}
+template <typename T> T __shfl_down_sync(unsigned mask, T v, unsigned d, int width = 32)
+{
+  const int w = ncclsim_segment(width), lane = (int)ncclsim_lane_id();
+  const int src = lane + (int)d;
+  return ncclsim_shfl(mask, v, src < lane / w * w + w ? src : lane);
+}
+template <typename T> T __shfl_xor_sync(unsigned mask, T v, int m, int width = 32)
+{
+  const int w = ncclsim_segment(width), lane = (int)ncclsim_lane_id();
+  const int src = lane ^ m;
+  return ncclsim_shfl(mask, v, src / w == lane / w ? src : lane);
+}
+
+/* Atomics: the compiler's atomic built-ins (the simulated build calls
+ * tests/sim/tsan_hooks.c for each, which checks it as an atomic access). */
+template <typename T> T atomicAdd(T *p, T v)
+{
+  if constexpr (std::is_integral<T>::value) {
+    return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+  } else {
+    static_assert(sizeof(T) == 4 || sizeof(T) == 8, "atomicAdd of this type");
+    using U = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+    U *u = reinterpret_cast<U *>(p);
+    U old = __atomic_load_n(u, __ATOMIC_RELAXED), want;
+    do {
+      T sum;
+      std::memcpy(&sum, &old, sizeof sum);
+      sum += v;
+      std::memcpy(&want, &sum, sizeof want);
+    } while (!__atomic_compare_exchange_n(u, &old, want, false,
+                                          __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+    T was;
+    std::memcpy(&was, &old, sizeof was);
+    return was;
+  }
+}
+template <typename T> T atomicSub(T *p, T v) { return __atomic_fetch_sub(p, v, __ATOMIC_RELAXED); }
+template <typename T> T atomicExch(T *p, T v) { return __atomic_exchange_n(p, v, __ATOMIC_RELAXED); }
+template <typename T> T atomicAnd(T *p, T v) { return __atomic_fetch_and(p, v, __ATOMIC_RELAXED); }
+template <typename T> T atomicOr(T *p, T v) { return __atomic_fetch_or(p, v, __ATOMIC_RELAXED); }
+template <typename T> T atomicXor(T *p, T v) { return __atomic_fetch_xor(p, v, __ATOMIC_RELAXED); }
+template <typename T> T atomicCAS(T *p, T expected, T desired)
+{
+  __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_RELAXED,
+                              __ATOMIC_RELAXED);
+  return expected;
+}
+template <typename T> T atomicMax(T *p, T v)
+{
+  T old = __atomic_load_n(p, __ATOMIC_RELAXED);
+  while (old < v && !__atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_RELAXED,
+                                                 __ATOMIC_RELAXED)) {
+  }
+  return old;
+}
+template <typename T> T atomicMin(T *p, T v)
+{
+  T old = __atomic_load_n(p, __ATOMIC_RELAXED);
+  while (old > v && !__atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_RELAXED,
+                                                 __ATOMIC_RELAXED)) {
+  }
+  return old;
+}
+
+/* __shared__ (compile_cu.sh rewrites declarations to these). */
+template <typename T> T &ncclsim_shared(unsigned id)
+{
+  return *static_cast<T *>(ncclsim_shared_object(id, sizeof(T), alignof(T)));
+}
+template <typename T> T *ncclsim_extern_shared()
+{
+  return static_cast<T *>(ncclsim_dynamic_shared());
+}
+
+#endif
