@@ -172,6 +172,22 @@ static int lines_hang(char *const *texts, int ntexts, int limit_s)
   return hangs;
 }
 
+/* Whether every rank of these texts' lines is inside one NCCL call that
+ * all ranks make (the same one: as many such calls begun), so that none
+ * can be told from the others; their number in *n. */
+static int all_in_one_call(char *const *texts, int ntexts, int *n)
+{
+  views all = {0};
+  for (int t = 0; t < ntexts; t++)
+    read_views(texts[t], &all);
+  int same = all.n > 1 && !all.short_of_memory;
+  for (int i = 0; same && i < all.n; i++)
+    same = all.v[i].state == CALL_NCCL && all.v[i].seq == all.v[0].seq;
+  *n = all.n;
+  free(all.v);
+  return same;
+}
+
 /* ------------------------------------------------------------ report */
 
 /* Prints the lines in text (collect's form), without their heads. */
@@ -217,7 +233,24 @@ static void print_report(const char *mine, char *const *answers,
   if (in_setup && processes == 1)
     print_error("the ranks had not started: the job was still being set"
                 " up\n");
-  if (late.state == CALL_NONE)
+  /* Every rank's lines, this process's among them: none may be missing. */
+  char **texts = calloc((size_t)processes, sizeof *texts);
+  int nranks = 0, answered = texts != NULL;
+  for (int p = 0; answered && p < processes; p++) {
+    texts[p] = p == me ? (char *)mine : answers ? answers[p] : NULL;
+    answered = texts[p] != NULL;
+  }
+  const int together = answered && all_in_one_call(texts, processes, &nranks);
+  free(texts);
+  if (together)
+    print_error("all %d ranks are inside the same NCCL call, one every rank"
+                " makes, after --timeout %d s: nothing here shows which of"
+                " them holds the others up. To find it: NCCL's log"
+                " (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL), or each"
+                " rank's stack (gdb -p PID -batch -ex 'thread apply all bt');"
+                " ending the job (exit %d); --timeout 0 waits for ever\n",
+                nranks, limit_s, EXIT_TIMEOUT);
+  else if (late.state == CALL_NONE)
     print_error("rank %d has been in no watched call for %.1f s while the"
                 " others wait (--timeout %d s): ending the job (exit %d);"
                 " --timeout 0 waits for ever\n",

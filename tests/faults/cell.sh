@@ -155,7 +155,7 @@ fault_cell_run() {
   # outlasted the short --timeout first (the job ended naming that rank).
   CELL_TIMEOUT=$FAULT_TIMEOUT
   if [ $makes = 1 ] && [ "$status" = 3 ] && { ! grep -q "^ncclsim: injected" "$f.err" ||
-    { [ "$action" = hangs ] && ! grep -q "rank $r's call has not returned after" "$f.err"; }; }; then
+    { [ "$action" = hangs ] && ! grep -q "rank $r's call has not returned after\|ranks are inside the same NCCL call" "$f.err"; }; }; then
     cp "$f.err" "$f.before-injection.err"
     if [ "$action" = hangs ]; then
       CELL_TIMEOUT=$((FAULT_TIMEOUT * 4))
@@ -212,27 +212,32 @@ fault_check_hang() {
   local mode=$1 p=$2 n=$3 r=$4 call=$5
   want_status 3
   want_err "$p: rank $r: in ${call%_v2}("
-  want_err "call has not returned after --timeout $CELL_TIMEOUT s: ending the job (exit 3)"
   # The verdict blames the stuck rank when its call is one of its own,
   # and when it is a collective: the others queued theirs and wait for
   # the GPU (docs/watchdog.md). In an NCCL call that every rank makes on
-  # the host (communicator, windows), the others are inside it too, and
-  # any may be named. So it is in allgather_ce's AllGather on the copy
-  # engines, the first of its communicator, which returns on no rank
-  # before all have called it (tests/sim/collectives.c, ce_first_use):
-  # there every rank must be shown inside it.
+  # the host (communicator, windows), the others may be inside it too, and
+  # then nothing tells the stuck one apart: the watchdog says that all are
+  # inside it, and how to find the stuck one, and blames none. So it is in
+  # allgather_ce's AllGather on the copy engines, the first of its
+  # communicator, which returns on no rank before all have called it
+  # (tests/sim/collectives.c, ce_first_use). Never is another rank blamed.
+  local all="$p: all $n ranks are inside the same NCCL call, one every rank makes, after --timeout $CELL_TIMEOUT s"
+  local blamed="$p: rank $r's call has not returned after --timeout $CELL_TIMEOUT s: ending the job (exit 3)"
   case $call in
     ncclCommInitRank* | ncclCommWindowRegister | ncclCommWindowDeregister | ncclCommFinalize | \
-      ncclCommDestroy) ;;
-    ncclAllGather)
-      if [ "$p" = allgather_ce ] && [ "$n" -gt 1 ]; then
-        [ "$(grep -c "^$p: rank [0-9]*: in ncclAllGather(" "$f.err")" = "$n" ] ||
-          why+="not every rank shown in ncclAllGather (the first on the copy engines waits for all); "
+      ncclCommDestroy | ncclAllGather)
+      if grep -qF "$all" "$f.err"; then
+        [ "$(grep -c "^$p: rank [0-9]*: in ${call%_v2}(" "$f.err")" = "$n" ] ||
+          why+="said all ranks are inside ${call%_v2}, but not every rank is shown in it; "
+        ! grep -q "call has not returned after" "$f.err" || why+="blamed a rank beside saying all are inside; "
       else
-        want_err "$p: rank $r's call has not returned after --timeout $CELL_TIMEOUT s"
+        want_err "$blamed"
+      fi
+      if [ "$call" = ncclAllGather ] && [ "$p" = allgather_ce ] && [ "$n" -gt 1 ]; then
+        want_err "$all" # the first AllGather on the copy engines waits for all
       fi
       ;;
-    *) want_err "$p: rank $r's call has not returned after --timeout $CELL_TIMEOUT s" ;;
+    *) want_err "$blamed" ;;
   esac
   # Every rank's line, in rank order, from one process; in pthread mode
   # a hang in the setup, before the ranks' threads start, has only the

@@ -205,3 +205,28 @@ if mpi_cases "hang/mpi/allreduce_sm-funneled" && begin "hang/mpi/allreduce_sm-fu
   ! grep -q "no answer within" "$f.err" || why+="it waited for answers it never asked for; "
   end
 fi
+
+# Every rank inside one NCCL call: the first AllGather on the copy engines
+# returns on no rank before all have called it (NCCL 2.28.3 and 2.30.7,
+# src/ce_coll.cc; tests/sim/collectives.c), so with one rank stuck in it
+# all are inside it. Nothing tells the stuck one apart: the watchdog says
+# that all are, how to find it, and blames none, wherever the stuck rank is.
+for held in 0 1 2 3; do
+  if begin "hang/pthread/allgather_ce-all-ranks-in-one-call-rank-$held-of-4"; then
+    SIM_HANG=ncclAllGather:$held sim_run sim-pthread allgather_ce 4 -n 64 --timeout 1
+    want_status 3
+    [ "$(grep -c "^allgather_ce: rank [0-3]: in ncclAllGather(" "$f.err")" = 4 ] ||
+      why+="not every rank shown inside ncclAllGather; "
+    want_err "allgather_ce: all 4 ranks are inside the same NCCL call, one every rank makes, after --timeout 1 s: nothing here shows which of them holds the others up. To find it: NCCL's log (NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL), or each rank's stack"
+    no_err "call has not returned after"
+    end
+  fi
+done
+if mpi_cases "hang/mpi/allgather_ce-all-ranks-in-one-call-rank-2-of-3" &&
+  begin "hang/mpi/allgather_ce-all-ranks-in-one-call-rank-2-of-3"; then
+  SIM_HANG=ncclAllGather:2 sim_run sim-mpi allgather_ce 3 -n 64 --timeout 1
+  want_status 3
+  want_err "allgather_ce: all 3 ranks are inside the same NCCL call, one every rank makes"
+  no_err "call has not returned after"
+  end
+fi

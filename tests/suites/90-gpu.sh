@@ -29,10 +29,10 @@ stall_case() {
   if [ "$call" != ncclAllReduce ] && [ "$n" -gt 1 ]; then
     # Every rank is inside the call: the registration, which all make
     # together, and the AllGather on the copy engines, which returns on no
-    # rank before every rank has called it. Any may be named
-    # (docs/watchdog.md; both seen so on an H100, NCCL 2.30.7).
-    grep -qE "^$p: rank [0-9]+'s call has not returned after --timeout $limit s: ending the job \(exit 3\)" "$f.err" ||
-      why+="no rank named as not returning after --timeout $limit s; "
+    # rank before every rank has called it (both seen so on an H100, NCCL
+    # 2.30.7). None is blamed: the watchdog says all are inside it.
+    want_err "$p: all $n ranks are inside the same NCCL call, one every rank makes, after --timeout $limit s"
+    ! grep -q "call has not returned after" "$f.err" || why+="a rank was blamed; "
     [ "$(grep -c "^$p: rank [0-9]*: in $call(" "$f.err")" = "$n" ] ||
       why+="not every rank shown in $call; "
   else
