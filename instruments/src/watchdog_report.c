@@ -234,7 +234,8 @@ static void print_report(const char *mine, char *const *answers,
     print_error("the ranks had not started: the job was still being set"
                 " up\n");
   /* Every rank's lines, this process's among them: none may be missing. */
-  char **texts = calloc((size_t)processes, sizeof *texts);
+  char **texts = processes > 0 ? calloc((size_t)processes, sizeof *texts)
+                                : NULL;
   int nranks = 0, answered = texts != NULL;
   for (int p = 0; answered && p < processes; p++) {
     texts[p] = p == me ? (char *)mine : answers ? answers[p] : NULL;

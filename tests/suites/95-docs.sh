@@ -88,6 +88,24 @@ else
     fi
   done
 
+  # The simulated samples (tests/checks/doc_samples.py): a block marked
+  # "<!-- simulated output of: COMMAND -->" shows lines COMMAND prints.
+  while IFS=$'\t' read -r where command; do
+    [ -n "$where" ] || continue
+    if [ $HAVE_MPI = 0 ] && [[ "$command" == *--mpi* ]]; then
+      skip "docs/samples/$where" "its command uses MPI: $NO_MPI"
+      continue
+    fi
+    if begin "docs/samples/$where"; then
+      need programs-sim-pthread
+      run python3 tests/checks/doc_samples.py --check "$where"
+      want_status 0
+      want_out "printed, in order"
+      [ "$status" = 0 ] || why+="$(grep '^doc_samples: ' "$f.out" | head -n 1) "
+      end
+    fi
+  done < <(python3 tests/checks/doc_samples.py --list)
+
   # The controls: what the docs cases must catch.
   if begin docs/control/the-old-run-block-fails-in-order; then
     need programs-sim-pthread
@@ -104,6 +122,18 @@ else
     want_status 1
     want_out "doc_blocks: tests/data/docs/output-differs.md:5: the output differs from the block"
     want_out "+what the command prints"
+    end
+  fi
+  if begin docs/control/a-sample-printed-out-of-order-fails; then
+    run python3 tests/checks/doc_samples.py --check tests/data/docs/sample-out-of-order.md:3
+    want_status 1
+    want_out "did not print, in order: rank 0: took 9 ms"
+    end
+  fi
+  if begin docs/control/a-sample-with-other-durations-and-more-lines-passes; then
+    run python3 tests/checks/doc_samples.py --check tests/data/docs/sample-in-order.md:3
+    want_status 0
+    want_out "the 2 lines of the sample printed, in order"
     end
   fi
   if begin docs/control/a-command-that-never-returns-is-ended; then
