@@ -27,7 +27,7 @@ test-faults:
 # Kernels on the simulated GPU's memory model at 2, 4 and 8 ranks, threads
 # and MPI, seeds 1 to 20 (tests/suites/42-kernels.sh; make test runs a few).
 test-kernels:
-	KERNEL_MATRIX=full TEST_SUITE=kernels bash tests/run_tests.sh
+	KERNEL_MATRIX=full TEST_RUN_LIMIT=$${TEST_RUN_LIMIT:-3600} TEST_SUITE=kernels bash tests/run_tests.sh
 
 # What only a machine with a GPU can check: the suite's GPU cases,
 # compute-sanitizer, the docs' GPU blocks (tools/check_gpu_machine.sh).

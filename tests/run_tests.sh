@@ -12,7 +12,10 @@
 # stderr as "# " lines), "ok N - name # SKIP reason", and the plan "1..N"
 # at the end, before the closing line.
 #
-# TEST_TIMEOUT=s    limit per case (default 60)
+# TEST_TIMEOUT=s    limit per command a case runs (default 60)
+# TEST_CASE_LIMIT=s limit per case, what it waits for outside its commands
+#                   too (default 420); TEST_RUN_LIMIT=s: per whole run
+#                   (default 1200); tests/lib/guard.sh
 # TEST_FILTER=re    run only cases whose name matches the regular expression,
 #                   building only what they need
 # TEST_LIST=1       print the names of the cases (those TEST_FILTER keeps);
@@ -27,6 +30,7 @@
 # TEST_SUITE=name   run one file of tests/suites alone, named with or
 #                   without its number and .sh (60-bench, bench), building
 #                   only what its cases need; TEST_FILTER still applies
+#                   (or a suite file's path, DIR/NAME.sh)
 #
 # The suite starts from a known environment: tests/lib/environment.sh
 # clears what the caller exported that would change a verdict.
@@ -44,7 +48,9 @@ TIMEOUT=${TEST_TIMEOUT:-60}
 FILTER=${TEST_FILTER:-}
 LIST=${TEST_LIST:-}
 ONLY=""
-if [ -n "${TEST_SUITE:-}" ]; then
+if [[ ${TEST_SUITE:-} == */*.sh ]] && [ -f "$TEST_SUITE" ]; then
+  ONLY=$TEST_SUITE # a suite file given by its path (the controls' own)
+elif [ -n "${TEST_SUITE:-}" ]; then
   want=${TEST_SUITE%.sh}
   for suite in tests/suites/*.sh; do
     name=${suite##*/} && name=${name%.sh}
@@ -65,6 +71,7 @@ export TMPDIR=$LOG/tmp
 
 run_start=$EPOCHREALTIME
 . tests/lib/tap.sh
+. tests/lib/guard.sh
 . tests/lib/programs.sh
 
 if [ -z "$LIST" ]; then
@@ -137,6 +144,7 @@ background_lane() { # NAME: runs its suites in the background, TAP to LOG/NAME-l
     run_lane "$1"
   ) >"$LOG/$1-lane.tap" 2>&1 </dev/null &
 }
+[ -n "$LIST" ] || guard_start
 if [ -n "$ONLY" ]; then
   run_suite $ONLY
 elif [ -z "$LIST" ] && [ -z "$FILTER" ] && [ "${TEST_LANES:-3}" = 3 ]; then
@@ -144,6 +152,7 @@ elif [ -z "$LIST" ] && [ -z "$FILTER" ] && [ "${TEST_LANES:-3}" = 3 ]; then
   second_lane=$!
   background_lane third
   third_lane=$!
+  guard_keep "$second_lane" "$third_lane"
   whole=$total lane="first lane" total=""
   run_lane first
   wait "$second_lane" "$third_lane"
@@ -158,6 +167,10 @@ else
 fi
 
 [ -n "$LIST" ] && exit 0
+if ! guard_stop; then
+  number=$((number + 1)) failed=$((failed + 1))
+  echo "not ok $number - run_tests.sh: the whole run passed TEST_RUN_LIMIT=$RUN_LIMIT s (tests/lib/guard.sh)"
+fi
 echo "# time per suite (s): $(sort -rn "$LOG/suite-times.txt" 2>/dev/null | awk '{printf "%s%s %s", (NR > 1 ? ", " : ""), $2, $1}')"
 echo "# slowest cases (s): $(sort -rn "$LOG/case-times.txt" 2>/dev/null | head -n 20 | awk '{printf "%s%s %s", (NR > 1 ? ", " : ""), $2, $1}')"
 echo "# whole run: $(seconds_since "$run_start") s"

@@ -13,15 +13,15 @@
   other, with the default count and NTHREADS limit of the code; its
   exit-status table lists exactly 0, 1 and the EXIT_* codes of
   common/include and instruments/include.
-- Every ```c block must appear in the sources: its lines, stripped of leading
-  blanks, contiguous and in order; a line `/* ... */` skips any lines.
+- Every ```c block is in the sources: its lines, stripped of leading blanks, in order,
+  contiguous but where a line `/* ... */` skips any.
 - A documented error line `PROG: rank R: main.c:LINE: CALL failed` must name
   a LINE of PROG's main.c that holds CALL; a watchdog line `PROG: rank R:
   in CALL(...) (main.c:LINE)` one where the statement holding CALL starts.
 - A citation of a recorded fact, `[fact ID @ FILE = OUTCOME]` in any .md or
-  source file, must name a FILE of docs/facts holding the fact ID, and
-  OUTCOME must be how that file's row begins when read as "RESULT, window
-  WINDOW; DETAIL" (RESULT without NCCL's "(run with ...)" hint).
+  source file, names a FILE of docs/facts with the fact ID, whose row begins
+  with OUTCOME read as "RESULT, window WINDOW; DETAIL" (RESULT without
+  NCCL's "(run with ...)" hint).
 - docs/building.md names every target and variable `make help` lists.
 - A lesson's main.c names nothing of --bench (BENCH_*, bench_*, run_bench).
 - Pages and recordings speak to users (tracked .md files, docs/**/*.txt):
@@ -63,9 +63,10 @@ def run_sim(program, nranks):
     if not os.path.exists(os.path.join(sim, program)):
         return [f"(not built: {sim}/{program}; run make -C tests first)"]
     with tempfile.TemporaryDirectory() as tmp:
-        env = dict(os.environ, SIM_DIR=tmp, SIM_DEVICES=str(nranks), NTHREADS=str(nranks))
-        out = subprocess.run([os.path.join(sim, program)], env=env, capture_output=True, text=True, timeout=60)
-    return out.stdout.rstrip("\n").split("\n")
+        out = subprocess.run([os.path.join(sim, program)], capture_output=True, text=True, timeout=60,
+                             env=dict(os.environ, SIM_DIR=tmp, SIM_DEVICES=str(nranks), NTHREADS=str(nranks)))
+    return [f"(exit status {out.returncode}: {out.stderr.strip()[-300:]})"] * (out.returncode != 0) + \
+        out.stdout.rstrip("\n").split("\n")
 
 
 def contains_in_order(source, chunks):
@@ -235,8 +236,7 @@ def check_glossary(problems):
     return len(GLOSSARY_TERMS)
 
 
-# The checks that run alone on the files named after them (their controls
-# give them the pages of tests/data/docs).
+# Checks run alone on the files named after them (controls: tests/data/docs).
 ONE_CHECK = {
     "--users-text": lambda problems, files: (check_users_text(problems, files),
                                              check_typed_counts(problems, files)),
@@ -275,8 +275,8 @@ def main():
                 got = run_sim(prog, n)
                 if not (got[0].startswith("(not built") and prog == "allreduce_lsa") and \
                         expected_output.without_report(got) != expected_output.without_report(lines):
-                    problems.append(f"{doc}: expected output of {prog} on {n} ranks differs from the"
-                                    f" simulated program's: {got[:1]} ...")
+                    problems.append(f"{doc}: expected output of {prog} on {n} ranks differs from the simulated"
+                                    f" program's: {[l for l in got if l not in lines][:2]}")
                 continue
             m = re.match(r"<!-- expected-output (\S+) (\d+) -->", before.strip())
             if m:

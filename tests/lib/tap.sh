@@ -27,6 +27,7 @@ begin() {
     return 1
   fi
   case_start=$EPOCHREALTIME
+  echo "$EPOCHSECONDS $name" >"$RUNNING/$BASHPID" # (tests/lib/guard.sh)
 }
 
 # seconds_since EPOCHREALTIME-VALUE: the seconds since then, to 0.1 s.
@@ -146,6 +147,12 @@ want_out_file() { # exact comparison with an expected file
 }
 end() {
   number=$((number + 1))
+  local mark=$RUNNING/$BASHPID
+  rm -f "$mark"
+  if [ -e "$mark.ended" ]; then # the guard ended it
+    why+="$(tr '\n' ' ' <"$mark.ended")"
+    rm -f "$mark.ended"
+  fi
   echo "$(seconds_since "$case_start") $name" >>"$LOG/case-times.txt"
   if [ -z "$why" ]; then
     passed=$((passed + 1))
@@ -158,6 +165,7 @@ end() {
 }
 skip() { # skip NAME REASON
   if begin "$1"; then
+    rm -f "$RUNNING/$BASHPID"
     number=$((number + 1))
     skipped=$((skipped + 1))
     echo "ok $number - $1 # SKIP $2"

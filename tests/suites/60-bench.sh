@@ -1,7 +1,8 @@
-# --bench: the table, the CSV, and their failures.
+# --bench: the table, the CSV's rows, and the bench's failures.
 # Cases: bench/sim-pthread/..., bench/sim-mpi/... and bench/asan-pthread/...
 # (the bench on the simulation, threads, MPI, AddressSanitizer),
-# bench/sim-pthread/...-graph. (The plots: 61-plot.sh; beside nccl-tests:
+# bench/sim-pthread/...-graph. (The CSV and stdout: 60-bench-output.sh; the
+# plots: 61-plot.sh; beside nccl-tests:
 # 65-compare.sh.)
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
 # Lane: second (tests/run_tests.sh runs the lanes of a whole run at once)
@@ -36,6 +37,8 @@ for variant in sim-pthread sim-mpi asan-pthread; do
     done
   done
 done
+
+
 for p in $PROGRAMS; do
   if begin "bench/sim-pthread/$p-wrong-result"; then
     SIM_WRONG_RESULT=1 sim_run sim-pthread $p 2 --bench -b 4K -e 4K -w 1 -i 2
@@ -65,13 +68,6 @@ for p in $PROGRAMS; do
     no_violation
     end
   fi
-  if begin "bench/sim-pthread/$p-csv-write-fails"; then
-    sim_run sim-pthread $p 2 --bench -b 4K -e 4K -w 1 -i 2 --csv /dev/full
-    want_status 1
-    want_err "writing --csv /dev/full failed"
-    no_violation
-    end
-  fi
   if begin "bench/sim-pthread/$p-cublas-fails"; then
     SIM_FAIL=cublasSgemm_v2:1 sim_run sim-pthread $p 2 --bench -b 4K -e 4K -w 1 -i 2 --overlap
     want_status 1
@@ -85,105 +81,6 @@ for p in $PROGRAMS; do
     want_status 2
     want_err "-e 2 is smaller than one float per rank"
     no_violation
-    end
-  fi
-  if begin "bench/sim-pthread/$p-csv-long-path-unwritable"; then
-    long=/nonexistent$(for i in $(seq 12); do printf '/%0100d' $i; done)/x.csv # 1.2 KB
-    sim_run sim-pthread $p 2 --bench -b 4K -e 4K --csv "$long"
-    want_status 1
-    want_err "x.csv: No such file or directory"
-    end
-  fi
-  if begin "bench/sim-pthread/$p-csv-unwritable"; then
-    sim_run sim-pthread $p 2 --bench -b 4K -e 4K --csv /nonexistent-dir/x.csv
-    want_status 1
-    want_err "cannot write --csv /nonexistent-dir/x.csv"
-    no_violation
-    end
-  fi
-  if begin "bench/sim-pthread/$p-csv-fifo-without-reader"; then
-    rm -f "$f.fifo" && mkfifo "$f.fifo"
-    start=$(date +%s)
-    sim_run sim-pthread $p 2 --bench -b 4K -e 4K --csv "$f.fifo"
-    want_status 1
-    want_err "cannot write --csv $f.fifo: a FIFO that no process has open for reading"
-    [ $(($(date +%s) - start)) -le 5 ] || why+="took $(($(date +%s) - start)) s; "
-    rm -f "$f.fifo"
-    end
-  fi
-  if begin "bench/sim-pthread/$p-csv-fifo-with-reader"; then
-    rm -f "$f.fifo" && mkfifo "$f.fifo"
-    cat "$f.fifo" >"$f.csv" &
-    reader=$!
-    sleep 0.2 # the reader opens the FIFO
-    sim_run sim-pthread $p 2 --bench -b 4K -e 4K -w 1 -i 1 --csv "$f.fifo"
-    wait $reader
-    want_status 0
-    [ "$(head -c 8 "$f.csv")" = program, ] || why+="the reader got no CSV heading; "
-    [ "$(tail -n +2 "$f.csv" | grep -vc "^$p,2,")" = 0 ] && [ "$(wc -l <"$f.csv")" -ge 3 ] ||
-      why+="the reader did not get the heading and one row per mode; "
-    rm -f "$f.fifo"
-    end
-  fi
-  # The reader goes away: the program must not die of SIGPIPE (exit 141,
-  # no word) but say that writing failed, exit 1.
-  if begin "bench/sim-pthread/$p-csv-fifo-reader-goes-away"; then
-    need programs-sim-pthread
-    rm -f "$f.fifo" && mkfifo "$f.fifo"
-    # The reader leaves as soon as the program has the FIFO open.
-    SIM_DIR=$TMPDIR NTHREADS=2 run python3 tests/hooks/fifo_reader_leaves.py "$f.fifo" \
-      "$B/sim-pthread/$p" --bench -b 4K -e 16M -w 1 -i 2 --csv "$f.fifo"
-    want_status 1
-    want_err "writing --csv $f.fifo failed: Broken pipe"
-    rm -f "$f.fifo"
-    end
-  fi
-  if begin "bench/sim-pthread/$p-stdout-reader-goes-away"; then
-    need programs-sim-pthread
-    # stdout a pipe whose reader has gone: the status goes to stderr.
-    SIM_DIR=$TMPDIR NTHREADS=2 run bash -c '{ sleep 0.3; "$0" -n 64; echo "status $?" >&2; } | true' "$B/sim-pthread/$p"
-    want_err "$p: writing to standard output failed: Broken pipe"
-    want_err "status 1"
-    end
-  fi
-  # A closed stdout: refused at start, before the CSV file could take
-  # descriptor 1 and get the table.
-  if begin "bench/sim-pthread/$p-stdout-closed-with-csv"; then
-    rm -f "$f.csv"
-    need programs-sim-pthread
-    SIM_DIR=$TMPDIR NTHREADS=2 run bash -c '"$0" --bench -b 4K -e 4K -w 1 -i 1 --csv "$1" >&-' "$B/sim-pthread/$p" "$f.csv"
-    want_status 1
-    want_err "$p: standard output is closed: nothing this program prints could be read"
-    [ ! -s "$f.csv" ] || why+="the CSV file got $(wc -l <"$f.csv") lines; "
-    end
-  fi
-  # A program name with a comma, a double and a single quote: the CSV
-  # quotes it (RFC 4180) and every row keeps its columns.
-  if begin "bench/sim-pthread/$p-csv-quotes-text"; then
-    need programs-sim-pthread
-    odd="$TMPDIR/a,b\"c'd"
-    ln -sf "$B/sim-pthread/$p" "$odd"
-    SIM_DIR=$TMPDIR NTHREADS=2 run "$odd" --bench -b 4K -e 4K -w 1 -i 1 --csv "$f.csv"
-    want_status 0
-    python3 -c '
-import csv, sys
-rows = list(csv.reader(open(sys.argv[1], newline="")))
-bad = [r for r in rows if len(r) != len(rows[0])]
-assert not bad and len(rows) > 1, f"rows with other column counts: {bad}"
-assert all(r[0] == "a,b\"c\x27d" for r in rows[1:]), [r[0] for r in rows[1:]]
-' "$f.csv" 2>"$f.py" || why+="the CSV does not parse back: $(tail -n 1 "$f.py"); "
-    grep -q '^"a,b""c'"'"'d",' "$f.csv" || why+="no RFC 4180 quoted program cell; "
-    rm -f "$odd"
-    end
-  fi
-  if begin "bench/sim-pthread/$p-csv-to-stdout"; then
-    # stdout goes to a file: /dev/stdout must not write over the table.
-    sim_run sim-pthread $p 2 --bench -b 4K -e 4K -w 1 -i 1 --csv /dev/stdout
-    want_status 0
-    [ "$(head -n 1 "$f.out")" = "Creating 2 threads for 8 devices" ] || why+="the first line was overwritten; "
-    want_out "program,ranks,mode,size_bytes"
-    want_out "Benchmark results verified correctly"
-    [ "$(grep -c "^$p,2," "$f.out")" -ge 1 ] || why+="no CSV rows on stdout; "
     end
   fi
   # --graph: every loop also replayed from a CUDA graph. The simulation runs

@@ -164,6 +164,30 @@ if begin checks/hermetic-control-keeps-the-environment; then
   end
 fi
 
+# --------------------------------------------- no case can hang the run
+# tests/lib/guard.sh: a case waiting outside `run` (a FIFO's reader, then
+# `wait`) is ended at TEST_CASE_LIMIT and fails, naming what it still ran,
+# and the run goes on; past TEST_RUN_LIMIT the whole run ends, naming it.
+if begin checks/a-case-waiting-outside-run-is-ended; then
+  run env TEST_FILTER= TEST_CASE_LIMIT=1 TEST_LOGS="$LOG/guard-case" \
+    TEST_SUITE=tests/data/suites/waits-outside-run.sh bash tests/run_tests.sh
+  want_status 1
+  grep -qE "^not ok 1 - control/waits-outside-run: ended after [0-9]+ s \(TEST_CASE_LIMIT=1\): it was still running: [0-9]+ cat $LOG/guard-case/control_waits-outside-run.fifo" "$f.out" ||
+    why+="the waiting case was not ended, naming its reader; "
+  want_out "ok 2 - control/the-next-case-runs"
+  want_out "1 passed, 1 failed, 0 skipped"
+  end
+fi
+if begin checks/a-run-past-its-limit-is-ended; then
+  run env TEST_FILTER= TEST_RUN_LIMIT=1 TEST_CASE_LIMIT=600 TEST_LOGS="$LOG/guard-run" \
+    TEST_SUITE=tests/data/suites/waits-outside-run.sh bash tests/run_tests.sh
+  want_failure
+  want_err "run_tests.sh: the whole run passed its limit of 1 s (TEST_RUN_LIMIT); the cases it was in:"
+  grep -qE "^  control/waits-outside-run \(for [0-9]+ s\)$" "$f.err" || why+="the stuck case was not named; "
+  no_out "passed, 0 failed"
+  end
+fi
+
 # --------------------------------------------------- static analysis
 if command -v cppcheck >/dev/null; then
   if begin checks/cppcheck; then

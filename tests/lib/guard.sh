@@ -1,0 +1,86 @@
+# The limits no case can pass, sourced by run_tests.sh: a case that runs
+# longer than TEST_CASE_LIMIT seconds (default 420) is ended, its processes
+# killed and the case failed, naming what it was still running; a whole run
+# longer than TEST_RUN_LIMIT seconds (default 1200) is ended, failed,
+# naming the cases it was in. `run` gives each command its own, shorter
+# limit (TEST_TIMEOUT); this one catches what waits outside `run` (a
+# background reader, a server, a `wait`).
+#
+# begin writes RUNNING/PID (PID: the shell running the case, $BASHPID)
+# with the case's start and name; end removes it, and fails the case if
+# the guard left RUNNING/PID.ended. The guard is one background loop:
+#   guard_start               starts it (after the lanes: guard_keep first)
+#   guard_keep PID...         processes the guard never kills (the lanes)
+#   guard_stop                ends it
+
+CASE_LIMIT=${TEST_CASE_LIMIT:-420}
+RUN_LIMIT=${TEST_RUN_LIMIT:-1200}
+RUNNING=$LOG/running
+KEEP=""
+
+guard_keep() { KEEP+=" $* " && mkdir -p "$RUNNING" && echo "$KEEP" >"$RUNNING/keep"; }
+
+# guard_kill_under PID [all]: kills every process under PID (not PID
+# itself) but the guard, leaving out the kept processes and what runs under
+# them unless told "all"; prints each one it kills.
+guard_kill_under() {
+  local p victims=() queue=($(pgrep -P "$1"))
+  while [ ${#queue[@]} -gt 0 ]; do
+    p=${queue[0]} && queue=("${queue[@]:1}")
+    [ "$p" = "$BASHPID" ] && continue
+    [ "${2:-}" != all ] && [[ $(cat "$RUNNING/keep" 2>/dev/null) == *" $p "* ]] && continue
+    victims+=("$p")
+    queue+=($(pgrep -P "$p"))
+  done
+  [ ${#victims[@]} = 0 ] && return
+  for p in "${victims[@]}"; do
+    echo "$p $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | cut -c1-160)"
+  done
+  kill -TERM "${victims[@]}" 2>/dev/null
+  sleep 2
+  kill -KILL "${victims[@]}" 2>/dev/null
+}
+
+guard_loop() {
+  local file pid start name now
+  shopt -s nullglob
+  while sleep 1; do
+    now=$EPOCHSECONDS
+    for file in "$RUNNING"/[0-9]*; do
+      [[ $file == *.ended ]] && continue
+      pid=${file##*/}
+      [ -e "$file.ended" ] && continue
+      read -r start name <"$file" 2>/dev/null || continue
+      [ $((now - start)) -gt "$CASE_LIMIT" ] || continue
+      { echo "ended after $((now - start)) s (TEST_CASE_LIMIT=$CASE_LIMIT): it was still running:"
+        guard_kill_under "$pid"; } >"$file.ended"
+    done
+    if [ $((now - RUN_START_S)) -gt "$RUN_LIMIT" ]; then
+      {
+        echo "run_tests.sh: the whole run passed its limit of $RUN_LIMIT s (TEST_RUN_LIMIT); the cases it was in:"
+        for file in "$RUNNING"/[0-9]*; do
+          [[ $file == *.ended ]] && continue
+          read -r start name <"$file" 2>/dev/null && echo "  $name (for $((now - start)) s)"
+        done
+        echo "run_tests.sh: ending the run (not ok)"
+      } >&2
+      : >"$RUNNING/run-ended"
+      kill -TERM "$RUN_PID" 2>/dev/null
+      guard_kill_under "$RUN_PID" all >/dev/null
+      exit 1
+    fi
+  done
+}
+
+guard_start() {
+  RUN_START_S=$EPOCHSECONDS RUN_PID=$$
+  mkdir -p "$RUNNING"
+  guard_loop </dev/null >/dev/null &
+  GUARD_PID=$!
+}
+# guard_stop: ends the guard; false if it had ended the run (the run's
+# shell may finish before the guard's signal reaches it).
+guard_stop() {
+  [ -n "${GUARD_PID:-}" ] && kill "$GUARD_PID" 2>/dev/null
+  ! [ -e "$RUNNING/run-ended" ]
+}
