@@ -91,7 +91,7 @@ if [ "$program" = allreduce_lsa ]; then
   for home in ${NCCL_HOME:-} "$cuda" ""; do
     [ -n "$home" ] && [ "$(code_of "$home")" -ge 23007 ] 2>/dev/null && break
   done
-  [ -n "$home" ] || bad "allreduce_lsa needs an nccl.h >= 2.30.7 (the device API), and NCCL_HOME=${NCCL_HOME:-(unset)} and $cuda/include have none: set NCCL_HOME to a newer NCCL (pip download nvidia-nccl-cu13; its nvidia/nccl folder)"
+  [ -n "$home" ] || bad "allreduce_lsa needs an nccl.h >= 2.30.7 (the device API), and NCCL_HOME=${NCCL_HOME:-(unset)} and $cuda/include have none: set NCCL_HOME to a newer NCCL: python3 -m pip download --no-deps nvidia-nccl-cu13==2.30.7 -d nccl-wheel && unzip -q nccl-wheel/*.whl -d nccl-wheel, then NCCL_HOME=\$PWD/nccl-wheel/nvidia/nccl"
   export LSA_NCCL_HOME=$home
   variant=lsa-$([ -n "$mpi" ] && echo mpi || echo pthread)
   target=$root/tests/build/$variant/allreduce_lsa

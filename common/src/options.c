@@ -68,11 +68,10 @@ int parse_positive(const char *text, unsigned long long max,
 int parse_count_or_zero(const char *text, unsigned long long max,
                         unsigned long long *out)
 {
-  if (text != NULL && text[0] == '0' && text[strspn(text, "0")] == '\0') {
-    *out = 0;
-    return 0;
-  }
-  return parse_positive(text, max, out);
+  if (text == NULL || text[0] != '0' || text[strspn(text, "0")] != '\0')
+    return parse_positive(text, max, out);
+  *out = 0; /* "0", "00", ... */
+  return 0;
 }
 
 int parse_thread_count(const char *text, int *out)
@@ -86,9 +85,8 @@ int parse_thread_count(const char *text, int *out)
 
 int count_fits(size_t count, int nranks)
 {
-  if (count == 0 || nranks < 1)
-    return 0;
-  return count <= SIZE_MAX / sizeof(float) / (size_t)nranks;
+  return count > 0 && nranks >= 1 &&
+         count <= SIZE_MAX / sizeof(float) / (size_t)nranks;
 }
 
 /* getopt's tables: the lesson's options, then the instruments'. */
@@ -137,11 +135,14 @@ static enum parse_result parse_mistake(int c, const char *arg,
     size_t len = strcspn(arg + 2, "=");
     const struct option *named = NULL; /* as getopt: whole, or a prefix */
     int prefixes = 0;
+    char which[256] = ""; /* every option it begins: "--count or --csv" */
     for (const struct option *o = longs; o->name != NULL; o++)
       if (strncmp(o->name, arg + 2, len) == 0) {
         prefixes++;
         if (named == NULL || strlen(o->name) == len)
           named = o;
+        snprintf(which + strlen(which), sizeof which - strlen(which),
+                 "%s--%s", which[0] ? " or " : "", o->name);
       }
     if (named != NULL && (prefixes == 1 || strlen(named->name) == len)) {
       if (c == ':')
@@ -149,14 +150,15 @@ static enum parse_result parse_mistake(int c, const char *arg,
       return option_error("option '--%s' takes no value (got '%s')\n",
                           named->name, arg);
     }
-    char name[256]; /* what was typed, before any '=' */
-    snprintf(name, sizeof name, "%.*s", (int)len, arg + 2);
-    return option_error("unknown option '--%s'\n", name);
+    const int typed = (int)(len < 200 ? len : 200); /* before any '=' */
+    if (prefixes > 1)
+      return option_error("option '--%.*s' is ambiguous: it could be %s\n",
+                          typed, arg + 2, which);
+    return option_error("unknown option '--%.*s'\n", typed, arg + 2);
   }
-  char short_opt[3] = {'-', (char)optopt, '\0'};
-  if (c == ':')
-    return option_error("option '%s' needs a value\n", short_opt);
-  return option_error("unknown option '%s'\n", short_opt);
+  return option_error(c == ':' ? "option '-%c' needs a value\n"
+                                : "unknown option '-%c'\n",
+                      optopt);
 }
 
 enum parse_result parse_options(int argc, char *argv[], example_options *opts,

@@ -98,11 +98,12 @@ static void reads_peer_first(void *args)
   barrier_sync(&s->dev, 0, __ATOMIC_ACQUIRE);
 }
 
-static void peer_outside_team(void *args)
+/* (A peer outside the team: 41-lsa.sh's peer-past-the-team.) */
+static void pointer_at_window_end(void *args)
 {
   lsa_setup *s = args;
   barrier_sync(&s->dev, 0, __ATOMIC_ACQUIRE);
-  (void)ncclsim_lsa_pointer(s->win, 0, 5);
+  (void)ncclsim_lsa_pointer(s->win, BYTES, s->rank); /* the first byte past */
 }
 
 static void barrier_past_count(void *args)
@@ -148,7 +149,7 @@ KERNEL_CASE(cta_barrier, leaves_cta_barrier, 4)
 KERNEL_CASE(data_race, reads_peer_first, 1)
 KERNEL_CASE(warp_barrier, leaves_warp_barrier, 32)
 KERNEL_CASE(shared_memory, unlaunched_shared_memory, 1)
-KERNEL_CASE(lsa_pointer, peer_outside_team, 1)
+KERNEL_CASE(lsa_pointer, pointer_at_window_end, 1)
 KERNEL_CASE(lsa_barrier, barrier_past_count, 1)
 KERNEL_CASE(memory_access, reads_past_window, 1)
 

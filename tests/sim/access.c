@@ -55,7 +55,7 @@ size_t hb_shadow_bytes(size_t window_bytes, int nranks)
 /* A window as this process reaches it, with its shadow. */
 typedef struct region {
   const unsigned char *base;
-  size_t bytes, words;
+  size_t bytes, words, reach; /* reach: to the end of its allocation */
   uint64_t *writes;
   uint32_t *sites;  /* the last write's place in the program (exe offset) */
   uint32_t *reads;  /* [rank][word] */
@@ -73,7 +73,8 @@ static int nregions; /* published with release; slots are never reused
                         its host after its kernels) */
 
 void hb_region_add(const void *window, const void *base, size_t bytes,
-                   void *shadow, int owner, const struct ncclComm *comm)
+                   size_t reach, void *shadow, int owner,
+                   const struct ncclComm *comm)
 {
   pthread_mutex_lock(&regions_lock);
   int i = 0;
@@ -84,6 +85,7 @@ void hb_region_add(const void *window, const void *base, size_t bytes,
                 MAX_REGIONS);
   const size_t words = (bytes + 3) / 4;
   regions[i] = (region){.base = base, .bytes = bytes, .words = words,
+                        .reach = reach > bytes ? reach : bytes,
                         .writes = shadow,
                         .sites = (uint32_t *)((uint64_t *)shadow + words),
                         .reads = (uint32_t *)((uint64_t *)shadow + words) + words,
@@ -101,6 +103,19 @@ void hb_region_remove(const void *window)
     if (regions[i].window == window)
       regions[i].base = NULL;
   pthread_mutex_unlock(&regions_lock);
+}
+
+/* A window whose owner's allocation holds p past the window's end. */
+static const region *past_window(const void *p)
+{
+  const unsigned char *b = p;
+  const int n = __atomic_load_n(&nregions, __ATOMIC_ACQUIRE);
+  for (int i = 0; i < n; i++) {
+    const region *r = &regions[i];
+    if (r->base != NULL && b >= r->base + r->bytes && b < r->base + r->reach)
+      return r;
+  }
+  return NULL;
 }
 
 static region *region_of(const void *p)
@@ -199,8 +214,26 @@ static void check(const void *p, size_t bytes, int how, int rank, int lane,
                   unsigned thread, uint32_t site)
 {
   region *rg = region_of(p);
-  if (rg == NULL)
+  if (rg == NULL) {
+    const region *past = past_window(p);
+    if (past != NULL && past->owner != rank) {
+      char me[256], place[320];
+      who(rank, lane, thread, site, me, sizeof me);
+      fflush(stdout);
+      fprintf(stderr,
+              "ncclsim: RULE VIOLATION [memory-access] rank %d in %s: %s %s"
+              " byte %zu of rank %d's buffer, past the end of its %zu-byte"
+              " window: NCCL maps a peer's window, the size it was"
+              " registered with, and nothing after it\n",
+              rank, current_place(place, sizeof place), me,
+              how & WRITE ? "writes" : "reads",
+              (size_t)((const unsigned char *)p - past->base), past->owner,
+              past->bytes);
+      mark_abort(past->comm->dir);
+      _exit(SIM_EXIT_VIOLATION);
+    }
     return;
+  }
   hb_domain *d = rg->domain;
   const int me = hb_unit(rank, lane);
   const uint32_t *seen = hb_seen(d, me);

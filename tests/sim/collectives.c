@@ -23,16 +23,19 @@ static void check_buffer(ncclComm_t comm, const char *call, const char *what,
               start ? "its allocation ends sooner" : "it is not device memory");
 }
 
-/* Corrupts one element of this rank's result if SIM_WRONG_RESULT asks. */
+/* Corrupts elements of this rank's result if SIM_WRONG_RESULT asks
+ * (R, R:I or R:I,J,...: index 0 when none is given). */
 static void maybe_corrupt(const ncclComm_t comm, float *out, size_t n)
 {
   const char *spec = getenv("SIM_WRONG_RESULT");
   if (spec == NULL || atoi(spec) != comm->rank)
     return;
-  const char *colon = strchr(spec, ':');
-  size_t index = colon ? (size_t)strtoull(colon + 1, NULL, 10) : 0;
-  if (index < n)
-    out[index] += 1.0f;
+  const char *at = strchr(spec, ':');
+  do {
+    size_t index = at ? (size_t)strtoull(at + 1, (char **)&at, 10) : 0;
+    if (index < n)
+      out[index] += 1.0f;
+  } while (at != NULL && *at == ',');
 }
 
 size_t sim_element_size(const sim_node *node)

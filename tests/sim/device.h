@@ -5,7 +5,10 @@
  * across processes. Settings: SIM_SEED=S the schedule of every kernel's
  * threads (default: drawn per launch, and named in every rule message);
  * SIM_CTA_SLOTS=N resident CTAs per kernel (default 132, an H100's or
- * H200's SMs); SIM_LSA_TEAM_SIZE=K LSA teams of K ranks (default: all). */
+ * H200's SMs); SIM_LSA_TEAM_SIZE=K LSA teams of K ranks (default: all);
+ * SIM_STEP_US=U every step of a GPU thread U microseconds longer (a slow,
+ * loaded machine: no wait for a peer may then time out while the team
+ * makes progress). */
 #ifndef NCCLSIM_DEVICE_INTERNAL_H
 #define NCCLSIM_DEVICE_INTERNAL_H
 
@@ -38,8 +41,11 @@ void run_kernel(struct sim_kernel *k, uint32_t correlation);
  * happens-before clocks (its CTA's index, or HB_NONE past HB_LANES) and
  * its thread index in the CTA; 0 elsewhere. */
 int in_kernel(void);
+/* Names a kernel's access that faults (memory.c), from its first launch. */
+void sim_catch_kernel_faults(void);
 int current_gpu_thread(int *rank, int *lane, unsigned *thread);
 unsigned current_cta(void);
+int current_kernel_rank(void); /* -1 outside a kernel */
 /* Where the calling GPU thread is, for messages: "kernel K (CTA c,
  * thread t; schedule seed ...)". */
 const char *current_place(char *buf, size_t len);
@@ -75,8 +81,12 @@ void hb_acquire(hb_domain *d, int rank, int lane);
 const char *hb_missing(hb_domain *d, int me, int unit, uint32_t clock);
 /* access.c: windows' shadows, and the host's copies into and out of them. */
 size_t hb_shadow_bytes(size_t window_bytes, int nranks);
+/* reach: the bytes from base to the end of the owner's allocation (a
+ * kernel of another rank that touches them past the window's `bytes`
+ * breaks the rule memory-access: NCCL maps peers the registered size). */
 void hb_region_add(const void *window, const void *base, size_t bytes,
-                   void *shadow, int owner, const struct ncclComm *comm);
+                   size_t reach, void *shadow, int owner,
+                   const struct ncclComm *comm);
 void hb_region_remove(const void *window);
 void hb_host_access(const void *p, size_t bytes, int writes);
 enum { HB_READ = 0, HB_WRITE = 1 };
@@ -92,6 +102,7 @@ typedef struct lsa_share {
   void *base;     /* in the owner's address space */
   size_t mapped;  /* the allocation's mapping */
   size_t offset;  /* the window's start in it */
+  size_t reach;   /* from the window's start to the allocation's end */
   int shadow_fd;  /* the window's shadow (access.c), a memfd */
   void *shadow;   /* ... in the owner's address space */
   size_t shadow_bytes;
@@ -126,6 +137,10 @@ typedef struct sim_devcomm {
   _Atomic unsigned long long *seed;     /* the launch's schedule seed */
   _Atomic unsigned long long *launched; /* [member]: its launches so far */
   _Atomic unsigned long long *finished; /* [member]: its launches ended */
+  /* The steps in which a thread of the team did more than look for its
+   * peers: a wait for a peer times out (SIM_TIMEOUT_MS) only when this
+   * stood still that long, so a slow, loaded machine is no deadlock. */
+  _Atomic unsigned long long *progress;
 } sim_devcomm;
 
 /* ---------------------------------------------- lockstep (lockstep.c) */
@@ -146,6 +161,16 @@ unsigned long long lockstep_enter(lockstep *ls, sim_devcomm *d,
                                   const char *kernel);
 void lockstep_wait_turn(lockstep *ls);
 void lockstep_pass(lockstep *ls, int done);
+/* A thread of this rank did more than look for its peers. */
+void lockstep_progress(lockstep *ls);
+/* A wait's clock: restarted (now) while the team makes progress. */
+typedef struct stall_clock {
+  struct timespec start;
+  unsigned long long seen;
+} stall_clock;
+void stall_start(stall_clock *c, const sim_devcomm *d);
+/* Milliseconds since the team last made progress (since the start). */
+long stall_ms(stall_clock *c, const sim_devcomm *d);
 
 /* The first `bytes` of the file at path (a barriers' file, a peer's
  * memfd), mapped shared for reading and writing; MAP_FAILED if not. */

@@ -139,46 +139,6 @@ void cta_sync(void)
     }
 }
 
-/* An access that faults inside a kernel: past the end of an ncclMemAlloc
- * buffer (into its guard page), or anywhere else. Named, with the GPU
- * thread's place; outside a kernel, the default action. */
-static void on_fault(int sig, siginfo_t *info, void *context)
-{
-  (void)context;
-  const unsigned char *at = info->si_addr;
-  if (running == NULL || running->current == NULL) {
-    signal(sig, SIG_DFL);
-    return; /* the access faults again, and ends the process as usual */
-  }
-  char place[256], what[256] = "outside every buffer the simulation knows";
-  const size_t page = (size_t)sysconf(_SC_PAGESIZE);
-  for (const sim_alloc *a = allocs; a; a = a->next) /* no lock: ending */
-    if (a->fd >= 0 && at >= a->base + a->mapped &&
-        at < a->base + a->mapped + page)
-      snprintf(what, sizeof what,
-               "byte %zu of the %zu-byte ncclMemAlloc buffer at %p: past its"
-               " end", (size_t)(at - a->base), a->size, (void *)a->base);
-  fprintf(stderr,
-          "ncclsim: RULE VIOLATION [memory-access] rank %d in %s: an access at"
-          " %p, %s (a window offset or an element index too large?)\n",
-          running->k->rank, current_place(place, sizeof place), (void *)at,
-          what);
-  _exit(SIM_EXIT_VIOLATION);
-}
-
-static void catch_faults(void)
-{
-  static int installed;
-  if (__atomic_exchange_n(&installed, 1, __ATOMIC_ACQ_REL))
-    return;
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_sigaction = on_fault;
-  sa.sa_flags = SA_SIGINFO;
-  sigaction(SIGSEGV, &sa, NULL);
-  sigaction(SIGBUS, &sa, NULL);
-}
-
 /* ------------------------------------------------------ the scheduler */
 
 static void fiber_main(void)
@@ -207,7 +167,7 @@ static __attribute__((noinline)) fiber *new_fiber(grid_run *g, cta *c,
   return f;
 }
 
-static void admit(grid_run *g)
+static void admit(grid_run *g, lockstep *ls)
 {
   const long slots = env_long("SIM_CTA_SLOTS", 132);
   while (g->npending > 0 && g->resident < (unsigned)(slots > 0 ? slots : 1)) {
@@ -225,6 +185,8 @@ static void admit(grid_run *g)
     for (unsigned t = 0; t < g->nthreads; t++)
       g->ready[g->nready++] = new_fiber(g, c, t);
     g->resident++;
+    if (ls != NULL)
+      lockstep_progress(ls);
   }
 }
 
@@ -248,6 +210,16 @@ static void thread_ended(grid_run *g, fiber *f)
   g->ended++;
 }
 
+/* SIM_STEP_US: a slower machine, busy (a sleep is at least ~50 us). */
+static void busy_for_us(long us)
+{
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  do
+    clock_gettime(CLOCK_MONOTONIC, &t);
+  while ((t.tv_sec - t0.tv_sec) * 1000000 + (t.tv_nsec - t0.tv_nsec) / 1000 < us);
+}
+
 /* In lockstep (ls), this rank runs for a quantum of steps at its turn,
  * or until all its threads that can run have only looked for their peers
  * once. */
@@ -255,12 +227,13 @@ static void thread_ended(grid_run *g, fiber *f)
 static void schedule(grid_run *g, lockstep *ls)
 {
   const struct timespec nap = {0, 20 * 1000};
+  const long step_us = env_long("SIM_STEP_US", 0);
   unsigned steps = 0;
   int looked = 0;
   if (ls != NULL)
     lockstep_wait_turn(ls);
   while (g->ended < g->nctas) {
-    admit(g);
+    admit(g, ls);
     if (ls != NULL && (steps >= QUANTUM || (g->nready == 0 && looked))) {
       lockstep_pass(ls, 0);
       lockstep_wait_turn(ls);
@@ -284,8 +257,12 @@ static void schedule(grid_run *g, lockstep *ls)
     swapcontext(&g->scheduler, &f->context);
     g->current = NULL;
     steps++;
+    if (step_us > 0)
+      busy_for_us(step_us);
+    if (ls != NULL && f->state != FIBER_SPINNING) /* (said at once: a */
+      lockstep_progress(ls); /* quantum may take longer than a wait may) */
     if (f->state == FIBER_DONE)
-      thread_ended(g, f);
+      thread_ended(g, f); /* (frees f) */
     else if (f->state == FIBER_SPINNING)
       g->spinning[g->nspinning++] = f;
   }
@@ -325,7 +302,7 @@ void run_kernel(struct sim_kernel *k, uint32_t correlation)
                             c / (k->grid.x * k->grid.y)};
     g.pending[g.npending++] = c;
   }
-  catch_faults();
+  sim_catch_kernel_faults();
   const int nlanes = g.nctas < HB_LANES ? (int)g.nctas : HB_LANES;
   hb_kernels(k->rank, nlanes, 1);
   grid_run *outer = running;

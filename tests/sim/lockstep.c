@@ -31,6 +31,7 @@ void lockstep_map(sim_devcomm *d, unsigned char *area)
   d->seed = (_Atomic unsigned long long *)(area + 8);
   d->launched = (_Atomic unsigned long long *)(area + 64);
   d->finished = d->launched + d->comm->nranks;
+  d->progress = (_Atomic unsigned long long *)(area + 16);
 }
 
 static long ms_since(const struct timespec *start)
@@ -39,6 +40,20 @@ static long ms_since(const struct timespec *start)
   clock_gettime(CLOCK_MONOTONIC, &now);
   return (now.tv_sec - start->tv_sec) * 1000 +
          (now.tv_nsec - start->tv_nsec) / 1000000;
+}
+
+void stall_start(stall_clock *c, const sim_devcomm *d)
+{
+  clock_gettime(CLOCK_MONOTONIC, &c->start);
+  c->seen = atomic_load(d->progress);
+}
+
+long stall_ms(stall_clock *c, const sim_devcomm *d)
+{
+  const unsigned long long now = atomic_load(d->progress);
+  if (now != c->seen)
+    stall_start(c, d);
+  return ms_since(&c->start);
 }
 
 /* Sleeps until *word may no longer be `value` (10 ms at most). */
@@ -55,8 +70,7 @@ static void futex_wake(_Atomic int *word)
 
 /* A peer that broke a rule stops this rank too; one that never comes is
  * named after SIM_TIMEOUT_MS. */
-static void check_peers(const lockstep *ls, const struct timespec *start,
-                        const char *what)
+static void check_peers(const lockstep *ls, long waited_ms, const char *what)
 {
   char abort_path[PATH_LEN + 16];
   snprintf(abort_path, sizeof abort_path, "%s/abort", ls->d->comm->dir);
@@ -66,7 +80,7 @@ static void check_peers(const lockstep *ls, const struct timespec *start,
     _exit(SIM_EXIT_VIOLATION);
   }
   const long timeout_ms = env_long("SIM_TIMEOUT_MS", 10000);
-  if (ms_since(start) > timeout_ms)
+  if (waited_ms > timeout_ms)
     violation(ls->d->comm, "lsa-barrier", what,
               "waited %ld ms for the team's other ranks in a kernel that"
               " takes a device communicator: every rank of the LSA team"
@@ -99,7 +113,7 @@ unsigned long long lockstep_enter(lockstep *ls, sim_devcomm *d,
   clock_gettime(CLOCK_MONOTONIC, &start);
   for (int m = 0; m < ls->members; m++)
     while (atomic_load(&d->launched[team_rank(ls, m)]) < ls->launch) {
-      check_peers(ls, &start, what);
+      check_peers(ls, ms_since(&start), what);
       struct timespec nap = {0, 100 * 1000};
       nanosleep(&nap, NULL);
     }
@@ -108,11 +122,11 @@ unsigned long long lockstep_enter(lockstep *ls, sim_devcomm *d,
 
 void lockstep_wait_turn(lockstep *ls)
 {
-  struct timespec start;
-  clock_gettime(CLOCK_MONOTONIC, &start);
+  stall_clock clock;
+  stall_start(&clock, ls->d);
   int t;
   while ((t = atomic_load(ls->d->turn)) != ls->member) {
-    check_peers(ls, &start, "a kernel's turn");
+    check_peers(ls, stall_ms(&clock, ls->d), "a kernel's turn");
     futex_wait(ls->d->turn, t);
   }
 }
@@ -120,6 +134,11 @@ void lockstep_wait_turn(lockstep *ls)
 /* Ends this rank's quantum (done: its kernel ended): the turn goes to the
  * next member whose kernel still runs; the last to end gives it back to
  * the first member, for the next launch. */
+void lockstep_progress(lockstep *ls)
+{
+  atomic_fetch_add_explicit(ls->d->progress, 1, memory_order_relaxed);
+}
+
 void lockstep_pass(lockstep *ls, int done)
 {
   sim_devcomm *d = ls->d;

@@ -48,14 +48,6 @@ static int releases(int order)
          order == (int)memory_order_seq_cst;
 }
 
-static long ms_since(const struct timespec *start)
-{
-  struct timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  return (now.tv_sec - start->tv_sec) * 1000 +
-         (now.tv_nsec - start->tv_nsec) / 1000000;
-}
-
 /* The calling CTA's lane of the happens-before clocks. */
 static int my_lane(void)
 {
@@ -142,8 +134,8 @@ void ncclsim_lsa_wait(const ncclDevComm_t *devComm, unsigned index,
     const long timeout_ms = env_long("SIM_TIMEOUT_MS", 10000);
     char abort_path[PATH_LEN + 16], place[256];
     snprintf(abort_path, sizeof abort_path, "%s/abort", d->comm->dir);
-    struct timespec start;
-    clock_gettime(CLOCK_MONOTONIC, &start);
+    stall_clock clock; /* the team's progress restarts it */
+    stall_start(&clock, d);
     for (int t = 0; t < d->lsa_size; t++) {
       const int r = d->first + t;
       if (r == d->comm->rank)
@@ -156,11 +148,12 @@ void ncclsim_lsa_wait(const ncclDevComm_t *devComm, unsigned index,
                           " reported a violation\n", d->comm->rank);
           _exit(SIM_EXIT_VIOLATION);
         }
-        if (ms_since(&start) > timeout_ms)
+        if (stall_ms(&clock, d) > timeout_ms)
           violation(d->comm, "lsa-barrier", current_place(place, sizeof place),
                     "waited %ld ms at LSA barrier %u (its sync #%llu) for"
-                    " rank %d, which never arrived: every rank's same CTA"
-                    " must sync the barrier as often",
+                    " rank %d, which never arrived, while no rank of the"
+                    " team made progress: every rank's same CTA must sync"
+                    " the barrier as often",
                     timeout_ms, index, epoch + 1, r);
         spin_yield();
       }
@@ -207,7 +200,9 @@ void lsa_describe(const struct ncclComm *comm, const void *buff,
   const sim_alloc *a = find_alloc(buff, 1);
   pthread_mutex_unlock(&lock);
   *out = (lsa_share){.pid = (long)getpid(), .fd = -1,
-                     .base = (void *)buff, .shadow_fd = -1};
+                     .base = (void *)buff, .shadow_fd = -1, .reach = bytes};
+  if (a != NULL)
+    out->reach = a->size - (size_t)((const unsigned char *)buff - a->base);
   if (a != NULL && a->fd >= 0) {
     out->fd = a->fd;
     out->base = a->base;
@@ -246,7 +241,7 @@ void lsa_map_peers(struct ncclWindow_vidmem *w, const lsa_share *all)
         w->shadows[r] = shadow;
         w->shadow_bytes[r] = s->shadow_bytes;
         w->shadow_fd = s->shadow_fd;
-        hb_region_add(w, w->peers[r], w->size, shadow, r, w->comm);
+        hb_region_add(w, w->peers[r], w->size, s->reach, shadow, r, w->comm);
       }
       continue;
     }
@@ -263,7 +258,7 @@ void lsa_map_peers(struct ncclWindow_vidmem *w, const lsa_share *all)
     w->peer_offset[r] = s->offset;
     w->shadows[r] = shadow;
     w->shadow_bytes[r] = s->shadow_bytes;
-    hb_region_add(w, w->peers[r], w->size, shadow, r, w->comm);
+    hb_region_add(w, w->peers[r], w->size, s->reach, shadow, r, w->comm);
   }
 }
 

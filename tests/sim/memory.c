@@ -1,7 +1,9 @@
 /* ncclsim: CUDA memory (cudaMalloc, cudaFree) and the copies and memsets
- * the examples make, as CUDA orders them on streams (see sim.h). */
+ * the examples make, as CUDA orders them on streams (see sim.h); a
+ * kernel's access that faults, named. */
 #include "sim.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -245,4 +247,44 @@ cudaError_t cudaMemcpyPeerAsync(void *dst, int dst_device, const void *src,
   work_item item = {.kind = WORK_COPY, .dst = dst, .src = src, .size = count,
                     .copy_kind = 10}; /* CUpti_ActivityMemcpyKind PTOP */
   return enqueue(stream, 1, &item) ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+
+/* An access that faults inside a kernel: past the end of an ncclMemAlloc
+ * buffer (into its guard page), or anywhere else. Named, with the GPU
+ * thread's place; outside a kernel, the default action. */
+static void on_fault(int sig, siginfo_t *info, void *context)
+{
+  (void)context;
+  const unsigned char *at = info->si_addr;
+  if (!in_kernel()) {
+    signal(sig, SIG_DFL);
+    return; /* the access faults again, and ends the process as usual */
+  }
+  char place[256], what[256] = "outside every buffer the simulation knows";
+  const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  for (const sim_alloc *a = allocs; a; a = a->next) /* no lock: ending */
+    if (a->fd >= 0 && at >= a->base + a->mapped &&
+        at < a->base + a->mapped + page)
+      snprintf(what, sizeof what,
+               "byte %zu of the %zu-byte ncclMemAlloc buffer at %p: past its"
+               " end", (size_t)(at - a->base), a->size, (void *)a->base);
+  fprintf(stderr,
+          "ncclsim: RULE VIOLATION [memory-access] rank %d in %s: an access at"
+          " %p, %s (a window offset or an element index too large?)\n",
+          current_kernel_rank(), current_place(place, sizeof place), (void *)at,
+          what);
+  _exit(SIM_EXIT_VIOLATION);
+}
+
+void sim_catch_kernel_faults(void)
+{
+  static int installed;
+  if (__atomic_exchange_n(&installed, 1, __ATOMIC_ACQ_REL))
+    return;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = on_fault;
+  sa.sa_flags = SA_SIGINFO;
+  sigaction(SIGSEGV, &sa, NULL);
+  sigaction(SIGBUS, &sa, NULL);
 }

@@ -42,7 +42,8 @@
  *                        ends the process
  *   SIM_HANG=CALL:R[,...] CALL never returns on rank R
  *   SIM_SLOW=CALL:R:MS   CALL takes MS ms longer on rank R (a loaded machine)
- *   SIM_WRONG_RESULT=R[:I]  rank R's collective result is wrong at index I
+ *   SIM_WRONG_RESULT=R[:I[,J...]]  rank R's collective result is wrong at
+ *                           index I (and J...), at 0 without one
  *   SIM_TIMEOUT_MS=T     how long a rank waits for its peers (default 10000)
  *   SIM_DRIVER_VERSION=V what cudaDriverGetVersion reports (default 13000)
  *   SIM_L2_BYTES=N       the L2 size cudaDeviceGetAttribute reports (50 MiB)

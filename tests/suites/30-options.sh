@@ -27,6 +27,15 @@ for p in $PROGRAMS; do
       run "$bin" "$a"; want_status 2; want_err "$p: option '$o' takes no value (got '$a')"; end
     fi
   done
+  # A prefix of two long options (--count and --csv, the README's option
+  # table) is refused as ambiguous, naming both, not taken as either.
+  for a in "--c 16" "--c=16"; do
+    if begin "options/ambiguous-prefix/$p-${a/ /-}"; then
+      need real-programs-pthread
+      run "$bin" $a; want_status 2
+      want_err "$p: option '--c' is ambiguous: it could be --count or --csv"; end
+    fi
+  done
   # MPI parses the command line twice on a rank whose mistake rank 0 does
   # not share (quietly first): the second parse must start afresh, not
   # inside the cluster the first one stopped in.

@@ -119,6 +119,12 @@ broken relaxed-first-barrier "this side did not acquire it: it observed a barrie
 broken no-last-barrier "the other side released nothing after it: no LSA barrier with release after that access" 's/bar.sync(ncclCoopCta(), cuda::memory_order_release);/\/\/ (removed)/' host
 broken peer-past-the-team "[lsa-pointer] rank" 's/for (int peer = 0; peer < nRanks; peer++) {/for (int peer = 0; peer <= nRanks; peer++) {/'
 broken index-past-the-window "past its end (a window offset or an element index too large?)" 's/v += sendPtr\[offset\];/v += sendPtr[offset + 1];/'
+# A send window registered with the element count as its size (a quarter
+# of the buffer): a peer's reads past it are named (NCCL maps the size
+# registered); a thread index without its "* nRanks" makes the ranks'
+# slices overlap, two ranks writing the same element unordered.
+broken send-window-of-count-bytes "past the end of its $((SMALL))-byte window: NCCL maps a peer's window" 's/ncclCommWindowRegister(comm, d_sendbuff, size_bytes, &send_win,/ncclCommWindowRegister(comm, d_sendbuff, count, \&send_win,/'
+broken thread-index-without-nranks "[lsa-data-race] rank" 's/(rank + (size_t)blockIdx.x \* nRanks)/(rank + (size_t)blockIdx.x)/'
 broken no-device-comm-destroy "[destroy-device-communicator] rank" '/NCCLCHECK(ncclDevCommDestroy(comm, &devComm));/d' host
 broken fewer-barriers-than-ctas "barrier index" 's/reqs.lsaBarrierCount = NCCL_DEVICE_CTA_COUNT;/reqs.lsaBarrierCount = NCCL_DEVICE_CTA_COUNT \/ 2;/'
 # NCCL does not wait for the kernels that take a device communicator when
@@ -135,11 +141,26 @@ for n in 1 2 4 8; do
     else NCCL_HOME=$LSA_NCCL_HOME NTHREADS=$n run "$ROOT/tools/simulate.sh" allreduce_lsa -n $SMALL; fi
     want_status 0
     want_out "Results verified correctly"
+    # (--mpi runs the MPI build: one job of N ranks, not N jobs of threads)
+    [ $how = mpi ] && want_out "MPI initialized: rank $((n - 1)) of $n"
     [[ $(head -n 1 "$f.out") == "# SIMULATED: no GPU ran this; "* ]] || why+="first line: '$(head -n 1 "$f.out")'; "
     no_violation
     end
   done
 done
+
+# An nccl.h older than 2.30.7 (here 2.30.6, the edge) is refused for
+# allreduce_lsa, naming what it needs, when CUDA_HOME has none newer.
+if lsa_case lsa/simulate/refuses-nccl-h-2.30.6; then
+  mkdir -p "$TMPDIR/nccl-2.30.6/include"
+  printf '#define NCCL_VERSION_CODE 23006\n' >"$TMPDIR/nccl-2.30.6/include/nccl.h"
+  mkdir -p "$TMPDIR/cuda-without-nccl/include"
+  NCCL_HOME=$TMPDIR/nccl-2.30.6 CUDA_HOME=$TMPDIR/cuda-without-nccl run "$ROOT/tools/simulate.sh" allreduce_lsa -n $SMALL
+  want_status 2
+  want_err "simulate.sh: allreduce_lsa needs an nccl.h >= 2.30.7 (the device API), and NCCL_HOME=$TMPDIR/nccl-2.30.6 and $TMPDIR/cuda-without-nccl/include have none"
+  [ ! -s "$f.out" ] || why+="it printed before refusing; "
+  end
+fi
 
 # --bench where the lesson would refuse its kernel (two LSA teams): each
 # rank says why, as the lesson does, and sym and plain are still measured.

@@ -6,7 +6,7 @@
 # barrier (lsa-data-race, naming the order that is missing), or CTAs
 # sharing an LSA barrier (lsa-barrier).
 # Cases: kernels/correct/NAME/MODE-RANKS-seed-S, kernels/wrong/NAME/...,
-# kernels/seed/..., kernels/copied-lesson/...
+# kernels/seed/..., kernels/slow-machine/..., kernels/copied-lesson/...
 # make test runs each at 2 ranks as threads and 4 as MPI processes, one
 # seed; make test-kernels (KERNEL_MATRIX=full) at 2, 4 and 8 ranks, both
 # modes, seeds 1 to 20.
@@ -120,6 +120,29 @@ if lsa_case kernels/seed/same-seed-same-message; then
   done
   [ "$(cat "$f".*.* | sort | uniq -c | wc -l)" = 1 ] && grep -q "SIM_SEED=11 repeats it" "$f".threads.* ||
     why+="the messages differ: $(cat "$f".*.* | sort | uniq -c | head -n 3 | tr '\n' ' '); "
+  end
+fi
+
+# A wait for a peer at an LSA barrier times out (SIM_TIMEOUT_MS) only when
+# no rank of the team made progress that long (tests/sim/lockstep.c): on a
+# slow machine (every GPU thread's step 25 us longer, SIM_STEP_US; a rank's
+# turn then lasts longer than the limit) the lesson still passes; a rank
+# that syncs its barrier once more than its peers is named.
+if lsa_case kernels/slow-machine/lesson-threads-2; then
+  kernel_program lesson - ""
+  SIM_STEP_US=25 SIM_TIMEOUT_MS=100 kernel_run threads 2 1
+  want_status 0
+  want_out "Results verified correctly"
+  no_violation
+  end
+fi
+if lsa_case kernels/wrong/one-rank-syncs-once-more/threads-2-seed-1; then
+  kernel_program one-rank-syncs-once-more - 's/^  bar.sync(ncclCoopCta(), cuda::memory_order_release);$/&\n  if (devComm.lsaRank == 0)\n    bar.sync(ncclCoopCta(), cuda::memory_order_relaxed);/'
+  grep -q "if (devComm.lsaRank == 0)" "$KP/main.cu" || why+="the edit did not apply; "
+  SIM_TIMEOUT_MS=500 kernel_run threads 2 1
+  want_status 70
+  want_err "RULE VIOLATION [lsa-barrier] rank 0"
+  want_err "(its sync #3) for rank 1, which never arrived, while no rank of the team made progress"
   end
 fi
 

@@ -33,6 +33,17 @@ for variant in sim-pthread sim-mpi; do
         end
       fi
     done
+    # Wrong elements in two segments (rank 1's and rank 3's, written in
+    # that order): the line names the first, and counts both.
+    c="fault/$mode/allgather_ce-wrong-result-in-two-segments"
+    if [ $p = allgather_ce ] && { [ $mode = pthread ] || mpi_cases "$c"; } && begin "$c"; then
+      SIM_WRONG_RESULT=2:$((3 * SMALL + 1)),$((SMALL + 7)) sim_run $variant $p 4 -n $SMALL
+      want_status 1
+      want_out "  Rank 2: 2 of $((4 * SMALL)) elements wrong; first in segment 1 at index 7: Expected 1.0, Got 2.0"
+      want_out "Results verification failed"
+      no_violation
+      end
+    fi
     # (Not under mpirun: the ranks' stdout goes to mpirun, which writes it
     # on and does not tell the ranks when that fails.)
     c="fault/pthread/$p-stdout-full"

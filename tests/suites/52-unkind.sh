@@ -52,6 +52,12 @@ for p in $PROGRAMS; do
     unkind_run sim-pthread $p 1 --null-windows SIM_NCCL_VERSION=22803 NCCL_LOCAL_REGISTER=0
     end
   fi
+  # Before 2.28.7 only a rank alone on its node lacks symmetric support:
+  # two ranks on one node get windows (the oracle's good run).
+  if begin "unkind/pthread/$p-nccl-2.28.3-two-ranks-windows"; then
+    unkind_run sim-pthread $p 2 "" SIM_NCCL_VERSION=22803
+    end
+  fi
   # The control, at the edge: from 2.28.7 one rank has a window; 2.28.6
   # is the last version that hands back a local registration.
   if begin "unkind/pthread/$p-nccl-2.28.7-one-rank-window"; then

@@ -71,6 +71,27 @@ for version in 23007 23203; do
   done
 done
 
+# Ranks on several hosts (NCCL_HOSTID per process), NCCL 2.28.3: the Why
+# line names the hosts; "alone on its node" (no symmetric support before
+# 2.28.7, NCCL 2.28.3 src/transport.cc) only where every rank has a host of
+# its own: 4 ranks on 2 hosts are not, 4 ranks on 4 hosts are.
+for per in 2 1; do
+  c="cupti/mpi/allreduce_sm-4-ranks-$per-per-host-nccl-2.28.3"
+  if begin "$c" && mpi_cases "$c"; then
+    need programs-simcupti-mpi
+    SIM_NCCL_VERSION=22803 SIM_DIR=$TMPDIR SIM_DEVICES=4 run "${MPIRUN[@]}" -np 4 \
+      sh -c 'NCCL_HOSTID=node$((OMPI_COMM_WORLD_RANK / '$per')) exec "$0" -n 1024' "$B/simcupti-mpi/allreduce_sm"
+    want_status 0
+    want_out "the ranks are on $((4 / per)) hosts (by NCCL_HOSTID)"
+    if [ $per = 1 ]; then
+      want_out "NCCL 2.28.3 (before 2.28.7) has no symmetric support when every rank is alone on its node"
+    else
+      no_out "alone on its node"
+    fi
+    end
+  fi
+done
+
 # CUPTI failing on one rank (a profiler holding it there): the program's
 # own output and status are those of a run without the failure; What ran
 # says what it measured and that rank 1 was not measured.
@@ -97,6 +118,8 @@ for call in cuptiActivityEnable cuptiActivityFlushAll; do
       want_status 0
       want_out "Benchmark results verified correctly"
       want_err "rank 1: CUPTI: $call failed"
+      # A failure is remembered: said once, not again at each later probe.
+      [ "$(grep -c "CUPTI: .* failed" "$f.err")" = 1 ] || why+="CUPTI's failure said $(grep -c "CUPTI: .* failed" "$f.err") times; "
       ! grep -q "has not returned" "$f.err" || why+="the watchdog ended it; "
       [ "$(grep -cE '^ +(4096|16384) ' "$f.out")" = 2 ] || why+="not every size's line was printed; "
       # Rank 1 measured nothing: its engine is n/a, the counts unknown (-1).

@@ -65,6 +65,30 @@ if begin whatran/other-style-program-without-windows; then
   no_violation
   end
 fi
+# An AllGather's output is its whole gathered result (the ranks times its
+# input): a window over only its first half (one rank's input) does not
+# hold it, and the line says so as when there is none.
+if begin whatran/other-style-program-output-half-in-a-window; then
+  preloaded -- "$S/other_style" half-window
+  want_status 0
+  unchanged
+  want_err "What ran (libwhatran): communicator 2, 2 ranks, ranks 0-1: AllGather of 8 KiB (1 call): NCCL's regular kernels of the RING family (no symmetric kernel): no window: the input buffer is not registered; AllGather of 8 KiB (1 call): NCCL's regular kernels of the RING family (no symmetric kernel): no window: the output buffer is not registered; 2 windows registered (8 KiB, 4 KiB)"
+  no_violation
+  end
+fi
+# Two communicators whose ranks did the same: a line each, never merged.
+if begin whatran/other-style-program-twin-communicators; then
+  preloaded -- "$S/other_style" twins
+  want_status 0
+  unchanged
+  for c in 1 2; do
+    want_err "What ran (libwhatran): communicator $c, 2 ranks, ranks 0-1: AllReduce of 4 KiB (1 call): "
+  done
+  [ "$(grep -c "^What ran (libwhatran): communicator" "$f.err")" = 2 ] ||
+    why+="$(grep -c "^What ran (libwhatran): communicator" "$f.err") communicator lines, wanted 2; "
+  no_violation
+  end
+fi
 # The lessons without their own What ran: the preload's verdict is theirs
 # (tests/suites/62-cupti.sh's lines for the same runs).
 if begin whatran/lean-pthread/allreduce_sm-2; then
@@ -117,6 +141,21 @@ if begin whatran/gaps-on-the-simulation; then
     why+="wanted 4 lines for the AllGathers (2 a rank); "
   grep -q "^gaps: 0 kernels or copies tied to no call; 10 records$" "$f.gaps" ||
     why+="$(tail -n 1 "$f.gaps"), wanted 0 untied of 10; "
+  no_violation
+  end
+fi
+# GAPS_KEY=size keys calls by name, count, communicator and in place or
+# not: edge_cases' AllReduce in place at one rank moves nothing (no GPU
+# work); its out-of-place ones (an eager call, a captured one) copy.
+if begin whatran/gaps-keyed-by-size-in-place-apart; then
+  need whatran-programs
+  rm -f "$f.gaps"
+  LD_PRELOAD="$S/libgaps.so" GAPS_KEY=size GAPS_OUT="$f.gaps" SIM_DIR="$TMPDIR" run "$S/edge_cases"
+  want_status 0
+  grep -q "^gaps: AllReduce count 1024 comm 0x[0-9a-f]* in place: calls 1 (with GPU work 0): " "$f.gaps" ||
+    why+="no line for the AllReduce in place, without GPU work; "
+  grep -q "^gaps: AllReduce count 1024 comm 0x[0-9a-f]* out of place: calls 2 (with GPU work 1): .* copies/call 1.00$" "$f.gaps" ||
+    why+="no line for the 2 AllReduces out of place, one copying; "
   no_violation
   end
 fi

@@ -70,6 +70,15 @@ if begin "$c"; then
   CUDA_VISIBLE_DEVICES=1 SIM_DEVICES=2 sim_run sim-pthread allreduce_sm 1 -n $SMALL
   want_status 0; want_out_file "$f.expected"; no_violation; end
 fi
+# CUDA reads CUDA_VISIBLE_DEVICES up to the first entry that names no
+# device: "0,9,1" on 4 GPUs is device 0 alone, so 2 ranks are too many.
+c="gpu-binding/pthread/allreduce_sm-CUDA_VISIBLE_DEVICES-list-ends-at-a-missing-device"
+if begin "$c"; then
+  CUDA_VISIBLE_DEVICES=0,9,1 SIM_DEVICES=4 sim_run sim-pthread allreduce_sm 2 -n $SMALL
+  want_status 2
+  want_err "allreduce_sm: NTHREADS=2 asks for more ranks than GPUs: 1 visible"
+  end
+fi
 c="gpu-binding/pthread/allreduce_sm-CUDA_VISIBLE_DEVICES-names-no-device"
 if begin "$c"; then
   CUDA_VISIBLE_DEVICES=7 SIM_DEVICES=2 sim_run sim-pthread allreduce_sm 1 -n $SMALL

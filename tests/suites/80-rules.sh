@@ -29,6 +29,38 @@ fi
 rule_version() {
   case $1 in deregister-before-destroy | symmetric-registration) echo 22809 ;; *) echo "" ;; esac
 }
+# A CTA barrier left by a thread that ended, both ways round (the schedule
+# fixed by SIM_SEED): the ending thread first, then the first thread to
+# reach the barrier is named (seed 4); three threads waiting, then the
+# ending thread (seed 1).
+for way in "4 1" "1 3"; do
+  read -r seed waiting <<<"$way"
+  if begin "rules/cta-barrier/seed-$seed-$waiting-waiting"; then
+    need sim-pthread/rules
+    SIM_SEED=$seed SIM_DIR=$TMPDIR run "$B/sim-pthread/rules" cta-barrier
+    want_status 70
+    want_err "$waiting thread(s) of the CTA wait at a CTA barrier that 1 other(s) left by ending"
+    end
+  fi
+done
+# Ranks sharing a GPU are NCCL's from 2.30 on, with
+# NCCL_MULTI_RANK_GPU_ENABLE=1: before 2.30 the variable changes nothing
+# (the violation stands); from 2.30.0 it lifts it (the control).
+for version in 22809 23000; do
+  if begin "rules/multi-rank-gpu-enable/one-rank-per-device-nccl-$version"; then
+    need sim-pthread/rules
+    NCCL_MULTI_RANK_GPU_ENABLE=1 SIM_NCCL_VERSION=$version SIM_DIR=$TMPDIR SIM_TIMEOUT_MS=1000 \
+      run "$B/sim-pthread/rules" one-rank-per-device
+    if [ $version = 22809 ]; then
+      want_status 70
+      want_err "RULE VIOLATION [one-rank-per-device]"
+    else
+      want_status 0
+      no_violation
+    fi
+    end
+  fi
+done
 for rule in $SIM_RULES; do
   if begin "rules/violation/$rule"; then
     need sim-pthread/rules

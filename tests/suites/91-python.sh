@@ -59,6 +59,22 @@ if command -v python3 >/dev/null; then
     fi
   done
 fi
+# -n takes a whole number from 1 up, as the C programs' -n does: 0, a
+# negative number or one with letters is a usage error (exit 2) naming it,
+# before any GPU or MPI is touched.
+if command -v python3 >/dev/null; then
+  for script in $PY_SCRIPTS; do
+    p=$(basename "$script")
+    for n in 0 -3 12x; do
+      if begin "python/count-refused/$p-n-$n"; then
+        run python3 "$script" -n "$n"
+        want_status 2
+        want_err "$p: error: argument -n/--count: invalid count '$n': use a whole number from 1 up"
+        end
+      fi
+    done
+  done
+fi
 PY_REASON=""
 if [ -n "$GPU_CASES_SKIPPED" ]; then
   PY_REASON=$GPU_CASES_SKIPPED

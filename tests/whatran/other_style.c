@@ -7,8 +7,12 @@
  *   communicator 2: made inside a group; an AllGather inside a group with
  *                   only its output in a window, and one with only its
  *                   input in one
- * With the argument "no-windows" it registers nothing. It prints one line
- * per rank, in rank order; its output must not change under the preload. */
+ * With the argument "no-windows" it registers nothing; with "half-window"
+ * the second AllGather's output also has a window, over its first half
+ * only (the size of one rank's input); with "twins" each communicator
+ * makes the same AllReduce without windows, and nothing else (What ran
+ * must still say each one). It prints one line per rank, in
+ * rank order; its output must not change under the preload. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,7 +24,23 @@
 #define N 1024 /* floats: 4 KiB */
 
 static ncclUniqueId ids[2];
-static int windows = 1;
+static int windows = 1, half_window = 0, twins = 0;
+
+/* "twins": one AllReduce of N floats, without windows, on each. */
+static int twin_allreduces(ncclComm_t one, ncclComm_t two)
+{
+  cudaStream_t s;
+  float *x;
+  int bad = cudaStreamCreate(&s) != cudaSuccess;
+  bad |= ncclMemAlloc((void **)&x, N * sizeof(float)) != ncclSuccess;
+  bad |= cudaMemsetAsync(x, 0, N * sizeof(float), s) != cudaSuccess;
+  bad |= ncclAllReduce(x, x, N, ncclFloat, ncclSum, one, s) != ncclSuccess;
+  bad |= ncclAllReduce(x, x, N, ncclFloat, ncclSum, two, s) != ncclSuccess;
+  bad |= cudaStreamSynchronize(s) != cudaSuccess;
+  ncclMemFree(x);
+  cudaStreamDestroy(s);
+  return bad;
+}
 
 static void *rank_main(void *arg)
 {
@@ -31,6 +51,14 @@ static void *rank_main(void *arg)
   ncclGroupStart(); /* its rank is known only after the group */
   bad |= ncclCommInitRank(&two, 2, ids[1], rank) != ncclSuccess;
   ncclGroupEnd();
+  if (twins) {
+    bad |= twin_allreduces(one, two);
+    ncclCommFinalize(one);
+    ncclCommFinalize(two);
+    ncclCommDestroy(one);
+    ncclCommDestroy(two);
+    return (void *)(intptr_t)bad;
+  }
   cudaStream_t s;
   cudaStreamCreate(&s);
   float *x, *y, *z, *v;
@@ -40,12 +68,14 @@ static void *rank_main(void *arg)
   ncclMemAlloc((void **)&v, 2 * N * sizeof(float));
   cudaMemsetAsync(x, 0, N * sizeof(float), s);
   cudaMemsetAsync(y, 0, 2 * N * sizeof(float), s);
-  ncclWindow_t wx = NULL, wz = NULL, wy = NULL;
+  ncclWindow_t wx = NULL, wz = NULL, wy = NULL, wv = NULL;
   if (windows) {
     ncclCommWindowRegister(one, x, N * sizeof(float), &wx, NCCL_WIN_COLL_SYMMETRIC);
     ncclCommWindowRegister(one, z, N * sizeof(float), &wz, NCCL_WIN_COLL_SYMMETRIC);
     ncclCommWindowRegister(two, y, 2 * N * sizeof(float), &wy, NCCL_WIN_COLL_SYMMETRIC);
   }
+  if (half_window)
+    ncclCommWindowRegister(two, v, N * sizeof(float), &wv, NCCL_WIN_COLL_SYMMETRIC);
   bad |= ncclAllReduce(x, z, N, ncclFloat, ncclSum, one, s) != ncclSuccess;
   ncclGroupStart(); /* as nccl-tests does with several GPUs a process */
   bad |= ncclAllGather(x, y, N, ncclFloat, two, s) != ncclSuccess;
@@ -69,6 +99,8 @@ static void *rank_main(void *arg)
     ncclCommWindowDeregister(one, wz);
     ncclCommWindowDeregister(two, wy);
   }
+  if (half_window)
+    ncclCommWindowDeregister(two, wv);
   ncclMemFree(x);
   ncclMemFree(y);
   ncclMemFree(z);
@@ -84,6 +116,8 @@ static void *rank_main(void *arg)
 int main(int argc, char **argv)
 {
   windows = !(argc > 1 && strcmp(argv[1], "no-windows") == 0);
+  half_window = argc > 1 && strcmp(argv[1], "half-window") == 0;
+  twins = argc > 1 && strcmp(argv[1], "twins") == 0;
   ncclGetUniqueId(&ids[0]);
   ncclGetUniqueId(&ids[1]);
   pthread_t t[2];
