@@ -25,6 +25,10 @@
 int call_in_progress(int rank, char *call_text, size_t size, double *ms,
                      double *idle_ms, unsigned long *seq);
 
+/* Whether CALL (its name) waits for the GPU's queued work
+ * (cudaStreamSynchronize, cudaMemcpy, ...). */
+int call_waits_for_gpu(const char *call);
+
 /* Milliseconds on the monotonic clock (a clock step does not move it). */
 double monotonic_ms(void);
 

@@ -137,6 +137,12 @@ static enum call_role role_of(const char *call, enum call_state *kind)
   return NAMED(call, gpu_waits) ? ROLE_GPU_WAIT : ROLE_OTHER;
 }
 
+int call_waits_for_gpu(const char *call)
+{
+  enum call_state kind;
+  return role_of(call, &kind) == ROLE_GPU_WAIT;
+}
+
 void watch_begin(const char *call, const char *file, int line)
 {
   enum call_state kind;

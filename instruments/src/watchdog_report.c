@@ -188,6 +188,23 @@ static int all_in_one_call(char *const *texts, int ntexts, int *n)
   return same;
 }
 
+/* Whether rank's line in these texts shows it in a call that waits for
+ * its GPU (the call named after "rank R: in "). */
+static int waits_for_gpu(char *const *texts, int ntexts, int rank)
+{
+  char key[32], call[64];
+  snprintf(key, sizeof key, "rank %d: in ", rank);
+  for (int t = 0; t < ntexts; t++) {
+    const char *at = texts[t] != NULL ? strstr(texts[t], key) : NULL;
+    if (at != NULL) {
+      at += strlen(key);
+      snprintf(call, sizeof call, "%.*s", (int)strcspn(at, "( "), at);
+      return call_waits_for_gpu(call);
+    }
+  }
+  return 0;
+}
+
 /* ------------------------------------------------------------ report */
 
 /* Prints the lines in text (collect's form), without their heads. */
@@ -242,6 +259,8 @@ static void print_report(const char *mine, char *const *answers,
     answered = texts[p] != NULL;
   }
   const int together = answered && all_in_one_call(texts, processes, &nranks);
+  const int on_gpu = answered && late.state == CALL_OWN &&
+                     waits_for_gpu(texts, processes, late.rank);
   free(texts);
   if (together)
     print_error("all %d ranks are inside the same NCCL call, one every rank"
@@ -260,6 +279,13 @@ static void print_report(const char *mine, char *const *answers,
     print_error("rank %d's call has not returned after --timeout %d s:"
                 " ending the job (exit %d); --timeout 0 waits for ever\n",
                 late.rank < 0 ? 0 : late.rank, limit_s, EXIT_TIMEOUT);
+  if (on_gpu && !together)
+    print_error("rank %d waits for its GPU, whose queued work has not"
+                " ended: a kernel of your own that syncs LSA barriers"
+                " waits there for the same CTA of every peer, so the rank"
+                " to look at may be a peer whose kernel synced a barrier"
+                " fewer times, or never launched it\n",
+                late.rank);
 }
 
 /* Whether the whole job hangs, now that the other processes answered (or

@@ -71,8 +71,8 @@ static void finish(lsa_setup *s)
 
 static void leaves_cta_barrier(void *args)
 {
-  (void)args;
-  if (ncclsim_thread_idx().x == 0)
+  const lsa_setup *s = args; /* (rank 0 alone: one report, per SIM_SEED) */
+  if (s->rank == 0 && ncclsim_thread_idx().x == 0)
     return; /* the others wait for it at the barrier */
   ncclsim_cta_sync();
 }

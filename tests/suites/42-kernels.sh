@@ -6,7 +6,8 @@
 # barrier (lsa-data-race, naming the order that is missing), or CTAs
 # sharing an LSA barrier (lsa-barrier).
 # Cases: kernels/correct/NAME/MODE-RANKS-seed-S, kernels/wrong/NAME/...,
-# kernels/seed/..., kernels/slow-machine/..., kernels/copied-lesson/...
+# kernels/seed/..., kernels/slow-machine/..., kernels/hang/...,
+# kernels/copied-lesson/...
 # make test runs each at 2 ranks as threads and 4 as MPI processes, one
 # seed; make test-kernels (KERNEL_MATRIX=full) at 2, 4 and 8 ranks, both
 # modes, seeds 1 to 20.
@@ -143,6 +144,18 @@ if lsa_case kernels/wrong/one-rank-syncs-once-more/threads-2-seed-1; then
   want_status 70
   want_err "RULE VIOLATION [lsa-barrier] rank 0"
   want_err "(its sync #3) for rank 1, which never arrived, while no rank of the team made progress"
+  end
+fi
+
+# The same kernel with the simulation's own limit out of the way: the
+# watchdog (--timeout) names rank 0, stuck waiting for its GPU, and says
+# that a peer whose kernel synced a barrier fewer times may be the cause.
+if lsa_case kernels/hang/one-rank-syncs-once-more-watchdog; then
+  kernel_program one-rank-syncs-once-more - 's/^  bar.sync(ncclCoopCta(), cuda::memory_order_release);$/&\n  if (devComm.lsaRank == 0)\n    bar.sync(ncclCoopCta(), cuda::memory_order_relaxed);/'
+  SIM_DIR=$TMPDIR SIM_DEVICES=2 NTHREADS=2 SIM_SEED=1 SIM_TIMEOUT_MS=600000 run "$KP/pthread" -n $SMALL --timeout 2
+  want_status 3
+  want_err "rank 0's call has not returned after --timeout 2 s"
+  want_err "rank 0 waits for its GPU, whose queued work has not ended: a kernel of your own that syncs LSA barriers waits there for the same CTA of every peer"
   end
 fi
 

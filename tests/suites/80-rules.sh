@@ -29,16 +29,17 @@ fi
 rule_version() {
   case $1 in deregister-before-destroy | symmetric-registration) echo 22809 ;; *) echo "" ;; esac
 }
-# A CTA barrier left by a thread that ended, both ways round (the schedule
-# fixed by SIM_SEED): the ending thread first, then the first thread to
-# reach the barrier is named (seed 4); three threads waiting, then the
-# ending thread (seed 1).
-for way in "4 1" "1 3"; do
-  read -r seed waiting <<<"$way"
-  if begin "rules/cta-barrier/seed-$seed-$waiting-waiting"; then
+# A CTA barrier left by a thread that ended (thread 0 of rank 0's CTA),
+# both ways round (the schedule fixed by SIM_SEED): thread 0 ends first,
+# and the first thread to reach the barrier (thread 3) is named (seed 4);
+# three threads wait, then thread 0 ends, and is named (seed 1).
+for way in "4 3 1" "1 0 3"; do
+  read -r seed thread waiting <<<"$way"
+  if begin "rules/cta-barrier/seed-$seed-thread-$thread-named"; then
     need sim-pthread/rules
     SIM_SEED=$seed SIM_DIR=$TMPDIR run "$B/sim-pthread/rules" cta-barrier
     want_status 70
+    want_err "RULE VIOLATION [cta-barrier] rank 0 in kernel wrong_kernel (CTA 0, thread $thread; schedule seed $seed"
     want_err "$waiting thread(s) of the CTA wait at a CTA barrier that 1 other(s) left by ending"
     end
   fi
