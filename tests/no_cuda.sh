@@ -3,7 +3,7 @@
 # tools/simulate.sh built from the headers of two pip wheels alone,
 # nvidia-cuda-runtime (cuda_runtime.h) and nvidia-nccl-cu13 (nccl.h),
 # unpacked into a scratch folder and named by CUDA_HOME and NCCL_HOME, in a
-# copy of the checkout. The wheels are kept in NCCL_WHEELS (default
+# copy of the checkout at a path with a space. The wheels are kept in NCCL_WHEELS (default
 # ~/.cache/nccl-wheels, shared with the NCCL matrix of make test) and
 # downloaded with pip when missing; without them (no network) it skips,
 # saying why, unless TEST_NO_CUDA_REQUIRED=1, which fails instead.
@@ -52,7 +52,7 @@ fi
 
 # The wheels' files, and a copy of the checkout (its own build folders).
 site=$TMPDIR/site
-repo=$TMPDIR/checkout
+repo="$TMPDIR/my checkout" # (a path with a space, as many users have)
 mkdir -p "$site" "$repo"
 python3 -m zipfile -e "$(wheel nvidia_cuda_runtime)" "$site" &&
   python3 -m zipfile -e "$(wheel "nvidia_nccl_cu13-$NCCL_WHEEL_VERSION")" "$site" ||

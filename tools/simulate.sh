@@ -32,6 +32,7 @@ root=$(cd "$(dirname "$0")/.." && pwd) || exit 1
 # make cannot name paths with spaces: work through a link without any.
 . "$root/tests/lib/path_without_spaces.sh"
 root=$(path_without_spaces "$root") || exit 1
+export SUITE_ROOT=$root # (tests/Makefile builds through it, not the real path)
 usage() { sed -n '2,/^set -u/p' "$root/tools/simulate.sh" | sed '$d; s/^# \{0,1\}//'; }
 bad() { echo "simulate.sh: $*" >&2; exit 2; }
 whole_number() { [[ $1 =~ ^[0-9]+$ ]] && [ ${#1} -le 4 ] && [ "$1" -ge 1 ]; }
