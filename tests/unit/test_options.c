@@ -1,9 +1,11 @@
-/* Strict parsing of NTHREADS, -n/--count and the other options. */
+/* Strict parsing of NTHREADS, -n/--count and the other options; NCCL's
+ * version codes as the messages print them. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "options.h"
+#include "requirements.h"
 #include "test_util.h"
 
 static enum parse_result parse(const char *a1, const char *a2, size_t *count)
@@ -16,8 +18,25 @@ static enum parse_result parse(const char *a1, const char *a2, size_t *count)
   return r;
 }
 
+/* NCCL_VERSION(X, Y, Z) (nccl.h) packs X*10000 + Y*100 + Z from 2.9.0
+ * on, X*1000 + Y*100 + Z before: 2.9.0 is 20900, 2.8.4 is 2804. */
+static void version_texts(void)
+{
+  static const struct {
+    int code;
+    const char *text;
+  } cases[] = {{20900, "2.9.0"}, {2804, "2.8.4"}, {22809, "2.28.9"},
+               {23007, "2.30.7"}, {21001, "2.10.1"}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char buf[32];
+    format_nccl_version(cases[i].code, buf, sizeof buf);
+    EXPECT(strcmp(buf, cases[i].text) == 0);
+  }
+}
+
 int main(void)
 {
+  version_texts();
   int n = -7;
   static const char *bad_threads[] = {"abc", "2x",   "0",
                                       "-1",  "",     " 2",
