@@ -20,29 +20,36 @@ KEEP=""
 
 guard_keep() { KEEP+=" $* " && mkdir -p "$RUNNING" && echo "$KEEP" >"$RUNNING/keep"; }
 
-# guard_kill_under PID [all]: kills every process under PID (not PID
-# itself) but the guard, leaving out the kept processes and what runs under
-# them unless told "all"; prints each one it kills.
-guard_kill_under() {
-  local p victims=() queue=($(pgrep -P "$1"))
+# guard_tree PID [all]: every process under PID (not PID itself) but the
+# guard, leaving out the kept processes and what runs under them unless
+# told "all", one per line.
+guard_tree() {
+  local p queue=($(pgrep -P "$1"))
   while [ ${#queue[@]} -gt 0 ]; do
     p=${queue[0]} && queue=("${queue[@]:1}")
-    [ "$p" = "$BASHPID" ] && continue
+    [ "$p" = "$GUARD_SELF" ] && continue
     [ "${2:-}" != all ] && [[ $(cat "$RUNNING/keep" 2>/dev/null) == *" $p "* ]] && continue
-    victims+=("$p")
+    echo "$p"
     queue+=($(pgrep -P "$p"))
   done
-  [ ${#victims[@]} = 0 ] && return
-  for p in "${victims[@]}"; do
+}
+
+# guard_kill PID...: each named with its command line, then ended (TERM,
+# then KILL 2 s later).
+guard_kill() {
+  local p
+  [ $# = 0 ] && return
+  for p in "$@"; do
     echo "$p $(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | cut -c1-160)"
   done
-  kill -TERM "${victims[@]}" 2>/dev/null
+  kill -TERM "$@" 2>/dev/null
   sleep 2
-  kill -KILL "${victims[@]}" 2>/dev/null
+  kill -KILL "$@" 2>/dev/null
 }
 
 guard_loop() {
-  local file pid start name now
+  local file pid start name now victims
+  GUARD_SELF=$BASHPID # (a command substitution has a $BASHPID of its own)
   shopt -s nullglob
   while sleep 1; do
     now=$EPOCHSECONDS
@@ -53,7 +60,7 @@ guard_loop() {
       read -r start name <"$file" 2>/dev/null || continue
       [ $((now - start)) -gt "$CASE_LIMIT" ] || continue
       { echo "ended after $((now - start)) s (TEST_CASE_LIMIT=$CASE_LIMIT): it was still running:"
-        guard_kill_under "$pid"; } >"$file.ended"
+        guard_kill $(guard_tree "$pid"); } >"$file.ended"
     done
     if [ $((now - RUN_START_S)) -gt "$RUN_LIMIT" ]; then
       {
@@ -65,8 +72,11 @@ guard_loop() {
         echo "run_tests.sh: ending the run (not ok)"
       } >&2
       : >"$RUNNING/run-ended"
+      # (listed first: once the run's shell is gone, they are no longer
+      # under it)
+      victims=$(guard_tree "$RUN_PID" all)
       kill -TERM "$RUN_PID" 2>/dev/null
-      guard_kill_under "$RUN_PID" all >/dev/null
+      guard_kill $victims >/dev/null
       exit 1
     fi
   done
