@@ -156,9 +156,9 @@ static enum parse_result parse_mistake(int c, const char *arg,
                           typed, arg + 2, which);
     return option_error("unknown option '--%.*s'\n", typed, arg + 2);
   }
-  return option_error(c == ':' ? "option '-%c' needs a value\n"
-                                : "unknown option '-%c'\n",
-                      optopt);
+  if (c == ':')
+    return option_error("option '-%c' needs a value\n", optopt);
+  return option_error("unknown option '-%c'\n", optopt);
 }
 
 enum parse_result parse_options(int argc, char *argv[], example_options *opts,

@@ -26,7 +26,7 @@ if os.environ.get("SUITE_ROOT") and os.path.isdir(os.environ["SUITE_ROOT"]) \
     ROOT = os.environ["SUITE_ROOT"]
 CALL = re.compile(r'(?:print_error|option_error)\(\s*((?:"(?:[^"\\]|\\.)*"\s*)+)')
 LITERAL = re.compile(r'"((?:[^"\\]|\\.)*)"')
-CONVERSION = re.compile(r'%[-+ #0-9.]*(?:zu|lld|ld|d|s|p|g|f|c|u)')
+CONVERSION = re.compile(r'%[-+ #0-9.*]*(?:zu|lld|ld|d|s|p|g|f|c|u)')
 
 
 def messages():

@@ -6,7 +6,8 @@
  * threads (default: drawn per launch, and named in every rule message);
  * SIM_CTA_SLOTS=N resident CTAs per kernel (default 132, an H100's or
  * H200's SMs); SIM_LSA_TEAM_SIZE=K LSA teams of K ranks (default: all);
- * SIM_STEP_US=U every step of a GPU thread U microseconds longer (a slow,
+ * SIM_STEP_US=U every step of a GPU thread U microseconds longer (slept a
+ * millisecond at a time; a slow,
  * loaded machine: no wait for a peer may then time out while the team
  * makes progress). */
 #ifndef NCCLSIM_DEVICE_INTERNAL_H

@@ -210,16 +210,6 @@ static void thread_ended(grid_run *g, fiber *f)
   g->ended++;
 }
 
-/* SIM_STEP_US: a slower machine, busy (a sleep is at least ~50 us). */
-static void busy_for_us(long us)
-{
-  struct timespec t0, t;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  do
-    clock_gettime(CLOCK_MONOTONIC, &t);
-  while ((t.tv_sec - t0.tv_sec) * 1000000 + (t.tv_nsec - t0.tv_nsec) / 1000 < us);
-}
-
 /* In lockstep (ls), this rank runs for a quantum of steps at its turn,
  * or until all its threads that can run have only looked for their peers
  * once. */
@@ -227,7 +217,8 @@ static void busy_for_us(long us)
 static void schedule(grid_run *g, lockstep *ls)
 {
   const struct timespec nap = {0, 20 * 1000};
-  const long step_us = env_long("SIM_STEP_US", 0);
+  const long step_us = env_long("SIM_STEP_US", 0); /* a slower machine */
+  long owed_us = 0; /* slept a millisecond at a time, after the steps */
   unsigned steps = 0;
   int looked = 0;
   if (ls != NULL)
@@ -257,8 +248,11 @@ static void schedule(grid_run *g, lockstep *ls)
     swapcontext(&g->scheduler, &f->context);
     g->current = NULL;
     steps++;
-    if (step_us > 0)
-      busy_for_us(step_us);
+    if (step_us > 0 && (owed_us += step_us) >= 1000) {
+      const struct timespec owed = {owed_us / 1000000, owed_us % 1000000 * 1000};
+      nanosleep(&owed, NULL); /* (asleep: the machine's other work goes on) */
+      owed_us = 0;
+    }
     if (ls != NULL && f->state != FIBER_SPINNING) /* (said at once: a */
       lockstep_progress(ls); /* quantum may take longer than a wait may) */
     if (f->state == FIBER_DONE)

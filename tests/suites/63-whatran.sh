@@ -7,7 +7,7 @@
 # does (its windows and buffers) and from the simulation's records, as
 # tests/sim/cupti.c names them (the H200's names where it recorded them).
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
-# Lane: second (tests/run_tests.sh runs the lanes of a whole run at once)
+# Lane: first (tests/run_tests.sh runs the lanes of a whole run at once)
 
 if [ ! -f "${CUDA_HOME:-/usr/local/cuda}/include/cupti.h" ]; then
   skip "whatran/other-style-program" "no cupti.h in ${CUDA_HOME:-/usr/local/cuda}/include"
