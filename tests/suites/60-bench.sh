@@ -197,20 +197,20 @@ PY
   no_violation
   end
 fi
-# -i 5 -r 2: loops of 3 and of 2 operations, each replayed from a graph of
+# -i 3 -r 2: loops of 2 and of 1 operations, each replayed from a graph of
 # its own; each loop's time per operation is its time over its own count,
-# so every loop says the GPU's 5 ms per collective (not 7.5 or 3.3).
-if begin "bench/sim-pthread/allreduce_sm-graph-loops-of-3-and-2"; then
-  SIM_GPU_US='collective:*:5000,copy:*:5000' sim_run sim-pthread allreduce_sm 2 \
-    --bench -b 64K -e 64K -w 1 -i 5 -r 2 --graph --csv "$f.csv"
+# so every loop says the GPU's 20 ms per collective (not 40, or 10).
+if begin "bench/sim-pthread/allreduce_sm-graph-loops-of-2-and-1"; then
+  SIM_GPU_US='collective:*:20000,copy:*:20000' sim_run sim-pthread allreduce_sm 2 \
+    --bench -b 64K -e 64K -w 1 -i 3 -r 2 --graph --csv "$f.csv"
   want_status 0
   python3 - "$f.csv" >"$f.check" 2>&1 <<'PY' || why+="$(head -n 2 "$f.check" | tr '\n' ' '); "
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
-bad = [f"{r['mode']} graph loops {r['graph_loops_us']}: wanted 2, each 5000 to 7000 us"
+bad = [f"{r['mode']} graph loops {r['graph_loops_us']}: wanted 2, each 20000 to 30000 us"
        for r in rows
        if len(r["graph_loops_us"].split(";")) != 2
-       or not all(5000 <= float(t) < 7000 for t in r["graph_loops_us"].split(";"))]
+       or not all(20000 <= float(t) < 30000 for t in r["graph_loops_us"].split(";"))]
 print("\n".join(bad) if rows else "no rows")
 sys.exit(1 if bad or not rows else 0)
 PY

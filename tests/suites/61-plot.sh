@@ -1,7 +1,7 @@
 # tools/plot_bench.sh: a --bench CSV drawn, the curves against the
 # definitions, a hostile CSV, its usage. Each case makes its own CSV.
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
-# Lane: second (tests/run_tests.sh runs the lanes of a whole run at once)
+# Lane: first (tests/run_tests.sh runs the lanes of a whole run at once)
 
 if command -v gnuplot >/dev/null; then
   for p in $PROGRAMS; do

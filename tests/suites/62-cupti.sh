@@ -2,7 +2,7 @@
 # (tests/sim/cupti.c): What ran and --bench's engine from records named as
 # the simulated NCCL version names them, and CUPTI failing on one rank.
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
-# Lane: second (tests/run_tests.sh runs the lanes of a whole run at once)
+# Lane: first (tests/run_tests.sh runs the lanes of a whole run at once)
 #
 # The expected lines are those recorded on one H200 with NCCL 2.30.7
 # (docs/what-ran/h200-nccl2.30.7.txt) where the simulation plays what was
