@@ -86,10 +86,13 @@ static ncclResult_t call_collective(const char *call, const sim_node *node,
   check_buffer(node->comm, call, "receive", node->recv,
                node->allgather ? bytes * (size_t)n : bytes);
   ce_first_use(node, bytes * (size_t)n);
-  if (record_collective(stream, node))
-    return ncclSuccess; /* runs when the graph is launched */
+  if (record_collective(stream, node)) /* runs when the graph is launched */
+    return nonblocking_result(node->comm, ncclSuccess);
   work_item item = {.kind = WORK_COLLECTIVE, .node = *node};
-  return enqueue(stream, 0, &item) ? ncclSuccess : ncclSystemError;
+  launched_by_nccl_thread = node->comm->nonblocking && n > 1;
+  int queued = enqueue(stream, 0, &item);
+  launched_by_nccl_thread = 0;
+  return nonblocking_result(node->comm, queued ? ncclSuccess : ncclSystemError);
 }
 
 ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,

@@ -135,6 +135,8 @@ uint32_t cupti_launch(void)
   r.api.correlationId = __atomic_fetch_add(&next_correlation, 1,
                                            __ATOMIC_RELAXED);
   r.api.threadId = (uint32_t)syscall(SYS_gettid);
+  if (launched_by_nccl_thread) /* nonblocking.c: a thread of NCCL's */
+    r.api.threadId |= 0x40000000u;
   r.api.start = r.api.end = now_ns();
   keep(&r);
   if (in_graph_launch)

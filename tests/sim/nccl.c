@@ -187,12 +187,32 @@ static int env_cta_policy(int policy)
   return (bits & NCCL_CTA_POLICY_ZERO) ? NCCL_CTA_POLICY_ZERO : bits;
 }
 
+/* Whether a communicator made with config is non-blocking: config.blocking
+ * = 0, or with no config the parent's (a split), NCCL_COMM_BLOCKING=0 or 1
+ * winning over both (NCCL 2.30.7 src/init.cc parseCommConfig,
+ * copyCommConfig, envConfigOverride); then NCCL says ncclInProgress
+ * (nonblocking.c). */
+static ncclResult_t made_with(ncclComm_t *comm, ncclResult_t res,
+                              const ncclConfig_t *config, int parents)
+{
+  if (res != ncclSuccess || *comm == NULL)
+    return res;
+  int nonblocking = config != NULL ? config->blocking == 0 : parents;
+  const char *env = getenv("NCCL_COMM_BLOCKING");
+  if (env != NULL && (strcmp(env, "0") == 0 || strcmp(env, "1") == 0))
+    nonblocking = *env == '0';
+  (*comm)->nonblocking = nonblocking;
+  return nonblocking_result(*comm, res);
+}
+
 ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id,
                               int rank)
 {
-  return init_rank(comm, nranks, id, rank,
-                   env_cta_policy(NCCL_CTA_POLICY_DEFAULT), "ncclCommInitRank",
-                   1);
+  return made_with(comm,
+                   init_rank(comm, nranks, id, rank,
+                             env_cta_policy(NCCL_CTA_POLICY_DEFAULT),
+                             "ncclCommInitRank", 1),
+                   NULL, 0);
 }
 
 ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks,
@@ -203,8 +223,10 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks,
   if (config != NULL && config->CTAPolicy != NCCL_CONFIG_UNDEF_INT)
     policy = config->CTAPolicy;
   policy = env_cta_policy(policy);
-  return init_rank(comm, nranks, id, rank, policy, "ncclCommInitRankConfig",
-                   1);
+  return made_with(comm,
+                   init_rank(comm, nranks, id, rank, policy,
+                             "ncclCommInitRankConfig", 1),
+                   config, 0);
 }
 
 ncclResult_t ncclCommFinalize(ncclComm_t comm)
@@ -215,7 +237,7 @@ ncclResult_t ncclCommFinalize(ncclComm_t comm)
   check_no_device_comms(comm, "ncclCommFinalize");
   exchange(comm, LANE_HOST, "ncclCommFinalize", 0, 0, NULL, 0);
   finish_exchange(comm, LANE_HOST);
-  return ncclSuccess;
+  return nonblocking_result(comm, ncclSuccess);
 }
 
 static ncclResult_t release_comm(ncclComm_t comm, const char *call,
@@ -306,5 +328,6 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
   int policy = config != NULL && config->CTAPolicy != NCCL_CONFIG_UNDEF_INT
                    ? config->CTAPolicy
                    : comm->cta_policy;
-  return init_rank(newcomm, nranks, id, rank, policy, call, 0);
+  return made_with(newcomm, init_rank(newcomm, nranks, id, rank, policy, call, 0),
+                   config, comm->nonblocking);
 }

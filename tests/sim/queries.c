@@ -12,13 +12,22 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError)
 {
   if (comm == NULL || asyncError == NULL)
     return ncclInvalidArgument;
-  *asyncError = in_group() ? ncclInProgress : ncclSuccess;
+  pthread_mutex_lock(&lock);
+  int busy = comm->in_progress; /* nonblocking.c */
+  comm->in_progress = 0;
+  pthread_mutex_unlock(&lock);
+  if (!in_group() && !busy)
+    nonblocking_publish(comm);
+  *asyncError = in_group() || busy ? ncclInProgress : ncclSuccess;
   return ncclSuccess;
 }
 
-static ncclResult_t ensure_ready(const char *call)
+static ncclResult_t ensure_ready(ncclComm_t comm, const char *call)
 {
-  if (!in_group())
+  pthread_mutex_lock(&lock);
+  int busy = comm->in_progress;
+  pthread_mutex_unlock(&lock);
+  if (!in_group() && !busy)
     return ncclSuccess;
   fprintf(stderr, "ncclsim: %s: NCCL WARN Attempt to use communicator before"
                   " the previous operation returned ncclSuccess\n", call);
@@ -29,7 +38,7 @@ ncclResult_t ncclCommCount(const ncclComm_t comm, int *count)
 {
   if (comm == NULL || count == NULL)
     return ncclInvalidArgument;
-  if (ensure_ready("ncclCommCount") != ncclSuccess)
+  if (ensure_ready(comm, "ncclCommCount") != ncclSuccess)
     return ncclInvalidArgument;
   *count = comm->nranks;
   return ncclSuccess;
@@ -39,7 +48,7 @@ ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank)
 {
   if (comm == NULL || rank == NULL)
     return ncclInvalidArgument;
-  if (ensure_ready("ncclCommUserRank") != ncclSuccess)
+  if (ensure_ready(comm, "ncclCommUserRank") != ncclSuccess)
     return ncclInvalidArgument;
   *rank = comm->rank;
   return ncclSuccess;

@@ -132,6 +132,13 @@ struct ncclComm {
   int ce_ready; /* NCCL's copy-engine sync window is registered */
   struct hb_domain *hb; /* happens-before of its windows (hb.c), once one
                            is registered */
+  /* config.blocking = 0 (nonblocking.c): NCCL goes on with its calls in a
+   * thread of its own, and ncclCommGetAsyncError says when it is done. */
+  int nonblocking;
+  int in_progress; /* a call returned ncclInProgress, no poll has seen it */
+  ncclWindow_t *late_where[8]; /* handles NCCL writes once it is done */
+  ncclWindow_t late_handle[8];
+  int nlate;
 };
 
 struct ncclWindow_vidmem {
@@ -317,6 +324,12 @@ int in_group(void);
  * correlation id; 0 when CUPTI records nothing); the records of a copy
  * (copy_kind: CUpti_ActivityMemcpyKind) or of a collective, when it runs. */
 uint32_t cupti_launch(void) __attribute__((weak));
+/* Set while a non-blocking communicator's work is queued: CUPTI then says
+ * that NCCL's own thread launched it (nonblocking.c). */
+extern _Thread_local int launched_by_nccl_thread;
+ncclResult_t nonblocking_result(ncclComm_t comm, ncclResult_t res);
+int nonblocking_late_handle(ncclComm_t comm, ncclWindow_t *win);
+void nonblocking_publish(ncclComm_t comm);
 /* Between cupti_graph_launch(1) and (0) the calling thread launches a
  * graph: its work shares one API record, a cudaGraphLaunch's, as CUDA's
  * records of a replay do. */

@@ -172,8 +172,12 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size,
     return ncclUnhandledCudaError;
   if (writes_null_first())
     *win = NULL;
-  if (group_depth == 0)
-    return register_now(comm, buff, size, win, flags);
+  if (group_depth == 0) {
+    ncclResult_t res = register_now(comm, buff, size, win, flags);
+    if (res == ncclSuccess)
+      nonblocking_late_handle(comm, win);
+    return res;
+  }
   deferred_registration *d = calloc(1, sizeof *d);
   if (d == NULL)
     return ncclSystemError;

@@ -236,15 +236,22 @@ if begin whatran/real-build-links-no-cupti; then
 fi
 # A program in PyTorch's style (tests/whatran/torch_style.c): non-blocking
 # communicators, polled until ready, a split one, a graph capture. The
-# ranks of both communicators are NCCL's, asked once each was ready.
+# ranks of both communicators are NCCL's, asked once each was ready. As in
+# NCCL 2.30.7 (src/group.cc, src/enqueue.cc, src/dev_runtime.cc), each
+# collective at more than one rank returns ncclInProgress and NCCL's own
+# thread launches its work, and each window's handle is written once a
+# poll says ready: the windows are counted, the calls' work is "not seen"
+# with that reason, and the replays launched by the program's own thread
+# are the symmetric kernel.
 if begin whatran/torch-style-program; then
   preloaded NTHREADS=4 -- "$S/torch_style"
   want_status 0
   unchanged
-  want_err "What ran (libwhatran): communicator 1, 4 ranks, ranks 0-3: AllReduce of 1 MiB (1 call): NCCL's symmetric kernel AllReduce_RSxLD_AGxST_sum_f32; AllReduce of 1 MiB (1 call): captured into a CUDA graph: its work runs at each replay; 2 windows registered (1 MiB, 1 MiB)"
+  inprogress="not seen: the call returned ncclInProgress (a non-blocking communicator), and NCCL's own thread launched its work later, which no call of the program holds"
+  want_err "What ran (libwhatran): communicator 1, 4 ranks, ranks 0-3: AllReduce of 1 MiB (1 call): $inprogress; AllReduce of 1 MiB (1 call): captured into a CUDA graph: its work runs at each replay; 2 windows registered (1 MiB, 1 MiB)"
   # The split: one communicator per color (even ranks, odd ranks).
   for c in 2 3; do
-    want_err "What ran (libwhatran): communicator $c, 2 ranks, ranks 0-1: AllGather of 2 MiB (1 call): NCCL's regular kernels of the RING family (no symmetric kernel): no window: neither buffer is registered; 0 windows registered"
+    want_err "What ran (libwhatran): communicator $c, 2 ranks, ranks 0-1: AllGather of 2 MiB (1 call): $inprogress; 0 windows registered"
   done
   want_err "What ran (libwhatran): CUDA graph replays (12 launches): NCCL's symmetric kernel AllReduce_RSxLD_AGxST_sum_f32"
   no_violation

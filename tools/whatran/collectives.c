@@ -8,21 +8,31 @@
 
 #define EXPORTED __attribute__((visibility("default")))
 
-/* The handle is read once: here, or, inside a group, where NCCL writes it
- * (at the group's end, records.c end_group). Never later: the program's
- * variable may be gone by then. */
+/* The handle is read once: here, or where NCCL writes it: inside a group,
+ * at the group's end (records.c end_group); on a non-blocking
+ * communicator still at work when the call returns (NCCL 2.30.7 returns
+ * ncclSuccess with the handle NULL, and its own thread writes it: src/
+ * dev_runtime.cc), when the program's poll of ncclCommGetAsyncError says
+ * ncclSuccess (now_ready). Never later: the program's variable may be gone
+ * by then. */
 EXPORTED ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff,
                                              size_t size, ncclWindow_t *win,
                                              int flags)
 {
   NEXT(ncclCommWindowRegister);
   ncclResult_t res = next_fn(comm, buff, size, win, flags);
+  ncclResult_t state = ncclSuccess;
+  int later = res == ncclSuccess && group_depth == 0 && win != NULL &&
+              *win == NULL && real_async_error(comm, &state) == ncclSuccess &&
+              state == ncclInProgress;
   pthread_mutex_lock(&lock);
   comm_rec *c = find(comm);
   if (res == ncclSuccess && c != NULL && c->nwindows < MAX_WINDOWS && win) {
     window *w = &c->windows[c->nwindows++];
     *w = (window){.buf = buff, .size = size, .live = 1};
-    if (group_depth == 0)
+    if (later)
+      w->where = win, w->thread = 0; /* at the poll that says ready */
+    else if (group_depth == 0)
       w->handle = *win, w->read = 1;
     else
       w->where = win, w->thread = engine_probe_thread();
@@ -45,6 +55,17 @@ EXPORTED ncclResult_t ncclCommWindowDeregister(ncclComm_t comm,
     }
   pthread_mutex_unlock(&lock);
   return next_fn(comm, win);
+}
+
+/* The program's poll: once it says ncclSuccess, a non-blocking
+ * communicator is ready (its rank, its handles). */
+EXPORTED ncclResult_t ncclCommGetAsyncError(ncclComm_t comm,
+                                            ncclResult_t *asyncError)
+{
+  ncclResult_t res = real_async_error(comm, asyncError);
+  if (res == ncclSuccess && asyncError != NULL && *asyncError == ncclSuccess)
+    now_ready(comm);
+  return res;
 }
 
 EXPORTED ncclResult_t ncclGroupStart(void)
@@ -81,11 +102,13 @@ static size_t type_bytes(ncclDataType_t t)
  * (at one rank NCCL then has nothing to move), and its time. */
 static void collective(ncclComm_t comm, enum coll coll, const void *send,
                        size_t send_bytes, const void *recv, size_t recv_bytes,
-                       int in_place, cudaStream_t stream, uint64_t t0)
+                       int in_place, cudaStream_t stream, uint64_t t0,
+                       ncclResult_t res)
 {
   note_call(comm, coll,
             &(call){.send_bytes = send_bytes, .recv_bytes = recv_bytes,
-                    .in_place = in_place},
+                    .in_place = in_place,
+                    .in_progress = res == ncclInProgress},
             send, recv, stream, t0, now());
 }
 
@@ -99,7 +122,7 @@ EXPORTED ncclResult_t ncclAllReduce(const void *send, void *recv,
   ncclResult_t res = next_fn(send, recv, count, type, op, comm, stream);
   size_t bytes = count * type_bytes(type);
   collective(comm, ALLREDUCE, send, bytes, recv, bytes, send == recv, stream,
-             t0);
+             t0, res);
   return res;
 }
 
@@ -117,7 +140,7 @@ EXPORTED ncclResult_t ncclAllGather(const void *send, void *recv,
   collective(comm, ALLGATHER, send, bytes, recv,
              bytes * (size_t)(n > 0 ? n : 1),
              rank >= 0 && (const char *)send == (char *)recv + rank * bytes,
-             stream, t0);
+             stream, t0, res);
   return res;
 }
 
@@ -134,7 +157,7 @@ EXPORTED ncclResult_t ncclReduceScatter(const void *send, void *recv,
   collective(comm, REDUCESCATTER, send, bytes * (size_t)(n > 0 ? n : 1), recv,
              bytes,
              rank >= 0 && (const char *)recv == (const char *)send + rank * bytes,
-             stream, t0);
+             stream, t0, res);
   return res;
 }
 
@@ -148,7 +171,7 @@ EXPORTED ncclResult_t ncclBroadcast(const void *send, void *recv,
   ncclResult_t res = next_fn(send, recv, count, type, root, comm, stream);
   size_t bytes = count * type_bytes(type);
   collective(comm, BROADCAST, send, bytes, recv, bytes, send == recv, stream,
-             t0);
+             t0, res);
   return res;
 }
 
@@ -160,6 +183,7 @@ EXPORTED ncclResult_t ncclReduce(const void *send, void *recv, size_t count,
   uint64_t t0 = now();
   ncclResult_t res = next_fn(send, recv, count, type, op, root, comm, stream);
   size_t bytes = count * type_bytes(type);
-  collective(comm, REDUCE, send, bytes, recv, bytes, send == recv, stream, t0);
+  collective(comm, REDUCE, send, bytes, recv, bytes, send == recv, stream, t0,
+             res);
   return res;
 }

@@ -121,6 +121,11 @@ void classify(comm_rec *c)
     else if (k->captured && k->cls == RAN_NOTHING)
       snprintf(k->ran, sizeof k->ran,
                "captured into a CUDA graph: its work runs at each replay");
+    else if (k->in_progress && k->cls == RAN_NOTHING)
+      snprintf(k->ran, sizeof k->ran,
+               "not seen: the call returned ncclInProgress (a non-blocking"
+               " communicator), and NCCL's own thread launched its work"
+               " later, which no call of the program holds");
     else if (k->cls == RAN_REGULAR && k->coll != REPLAY && c->nranks > 1) {
       char why[160];
       cause(k, why, sizeof why);

@@ -31,7 +31,9 @@ typedef struct window {
   const char *buf;
   size_t size;
   ncclWindow_t *where;   /* inside a group: the program's handle, read at
-                            the group's end (then NULL) */
+                            the group's end (then NULL); on a non-blocking
+                            communicator, once the program's poll of
+                            ncclCommGetAsyncError says ncclSuccess */
   uint32_t thread;       /* ... by the thread that registered it */
   ncclWindow_t handle;   /* what NCCL wrote: NULL is no window */
   int read;              /* handle is what NCCL wrote */
@@ -49,6 +51,9 @@ typedef struct call {
   uint32_t thread;
   uint64_t t0, t1;
   int in_group;          /* t1 is the end of its group's ncclGroupEnd */
+  int in_progress;       /* it returned ncclInProgress: a non-blocking
+                            communicator, whose work NCCL's own thread
+                            launches after the call */
   char ran[256];         /* its outcome, once classified */
   enum what_class cls;
 } call;
@@ -95,6 +100,11 @@ void start_measuring(void);  /* once, at the first communicator */
 comm_rec *find(ncclComm_t comm);
 int label_of(const ncclUniqueId *id);
 void settle(comm_rec *c);     /* asks NCCL c's rank, once it is ready */
+/* NCCL's ncclCommGetAsyncError (not this library's wrapper of it). */
+ncclResult_t real_async_error(ncclComm_t comm, ncclResult_t *state);
+/* The program's poll said comm is ready: its rank, and the handles NCCL
+ * wrote since. Takes the lock. */
+void now_ready(ncclComm_t comm);
 void settle_all(void);
 void note_comm(ncclComm_t comm, int label);       /* takes the lock */
 int size_of(ncclComm_t comm);                     /* takes the lock */
