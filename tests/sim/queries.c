@@ -2,6 +2,7 @@
  * size and rank. */
 #include "sim.h"
 
+#include <dlfcn.h>
 #include <stdio.h>
 
 /* Inside a group the communicator's operations are in progress until
@@ -22,12 +23,18 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError)
   return ncclSuccess;
 }
 
+/* As NCCL's ncclCommEnsureReady, it asks the communicator's state through
+ * the exported ncclCommGetAsyncError: NCCL 2.30.7's libnccl.so.2 (PyPI)
+ * calls it through its PLT, so a preloaded library's definition runs. The
+ * simulation's library binds its own calls (-Bsymbolic-functions): the
+ * first definition in the process is asked for by name. */
 static ncclResult_t ensure_ready(ncclComm_t comm, const char *call)
 {
-  pthread_mutex_lock(&lock);
-  int busy = comm->in_progress;
-  pthread_mutex_unlock(&lock);
-  if (!in_group() && !busy)
+  typedef ncclResult_t ask_fn(ncclComm_t, ncclResult_t *);
+  ask_fn *ask = (ask_fn *)dlsym(RTLD_DEFAULT, "ncclCommGetAsyncError");
+  ncclResult_t state = ncclSuccess;
+  (ask != NULL ? ask : ncclCommGetAsyncError)(comm, &state);
+  if (state != ncclInProgress)
     return ncclSuccess;
   fprintf(stderr, "ncclsim: %s: NCCL WARN Attempt to use communicator before"
                   " the previous operation returned ncclSuccess\n", call);

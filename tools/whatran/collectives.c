@@ -1,6 +1,10 @@
 /* libwhatran's wrappers of windows, groups and collectives (whatran.c's
  * header says what the library does): each notes what it saw, then passes
  * the call on unchanged. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* dladdr */
+#endif
+#include <dlfcn.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -57,13 +61,29 @@ EXPORTED ncclResult_t ncclCommWindowDeregister(ncclComm_t comm,
   return next_fn(comm, win);
 }
 
+/* Whether the call from `from` is the program's own: neither this
+ * library's (settle) nor one made inside the library that defines `fn`. */
+static int from_program(const void *from, void *fn)
+{
+  Dl_info caller, library;
+  int inside = dladdr(from, &caller) != 0 && dladdr(fn, &library) != 0 &&
+               caller.dli_fbase == library.dli_fbase;
+  return !asking_nccl && !inside;
+}
+
 /* The program's poll: once it says ncclSuccess, a non-blocking
- * communicator is ready (its rank, its handles). */
+ * communicator is ready (its rank, its handles). NCCL calls it too, from
+ * inside its own calls (NCCL 2.30.7 src/init.cc ncclCommEnsureReady, run
+ * by ncclCommUserRank, which this library calls with its lock held), and
+ * the preload catches those calls as well: they are passed on alone. */
 EXPORTED ncclResult_t ncclCommGetAsyncError(ncclComm_t comm,
                                             ncclResult_t *asyncError)
 {
-  ncclResult_t res = real_async_error(comm, asyncError);
-  if (res == ncclSuccess && asyncError != NULL && *asyncError == ncclSuccess)
+  NEXT(ncclCommGetAsyncError);
+  ncclResult_t res = next_fn(comm, asyncError);
+  if (res == ncclSuccess && asyncError != NULL &&
+      *asyncError == ncclSuccess &&
+      from_program(__builtin_return_address(0), (void *)next_fn))
     now_ready(comm);
   return res;
 }

@@ -13,6 +13,7 @@ pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 comm_rec *comms;
 int measuring = MEASURING_NOT_STARTED;
 _Thread_local int group_depth;
+_Thread_local int asking_nccl;
 
 /* Communicators are labelled by their ncclUniqueId: the ranks of one
  * communicator that live in this process get one label. */
@@ -65,9 +66,11 @@ void settle(comm_rec *c)
   if (state != ncclSuccess)
     return; /* inside a group, or a non-blocking init still running */
   int rank = -1, nranks = 0;
-  if (ncclCommUserRank(c->comm, &rank) == ncclSuccess &&
-      ncclCommCount(c->comm, &nranks) == ncclSuccess && nranks > 0 &&
-      rank >= 0 && rank < nranks) {
+  asking_nccl = 1;
+  int known = ncclCommUserRank(c->comm, &rank) == ncclSuccess &&
+              ncclCommCount(c->comm, &nranks) == ncclSuccess;
+  asking_nccl = 0;
+  if (known && nranks > 0 && rank >= 0 && rank < nranks) {
     c->rank = rank;
     c->nranks = nranks;
   }

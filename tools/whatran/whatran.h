@@ -79,6 +79,7 @@ extern pthread_mutex_t lock;      /* held for every record below */
 extern comm_rec *comms;          /* newest first */
 extern int measuring;            /* MEASURING_NOT_STARTED, then as above */
 extern _Thread_local int group_depth; /* inside ncclGroupStart .. End */
+extern _Thread_local int asking_nccl; /* settle's calls of NCCL run */
 
 /* whatran.c */
 /* The next definition of `name` after this library (NCCL's); aborts,
