@@ -9,7 +9,8 @@
  *     same AllReduce into a CUDA graph and replays it 3 times, and runs an
  *     AllGather of 1 MiB a rank on the split communicator, buffers not in
  *     windows.
- * It prints one line per rank, in rank order; its output must not change
+ * It prints one line per rank, in rank order ("done", or the first step
+ * that failed); its output must not change
  * under the preload. */
 #include <pthread.h>
 #include <stdint.h>
@@ -42,17 +43,25 @@ static int ready(ncclComm_t comm)
   return state == ncclSuccess;
 }
 
+/* Keeps the first step that failed. */
+#define STEP(ok, what)                                                         \
+  do {                                                                         \
+    if (!(ok) && failed == NULL)                                               \
+      failed = (what);                                                         \
+  } while (0)
+
 static void *rank_main(void *arg)
 {
-  int rank = (int)(intptr_t)arg, bad = 0;
+  int rank = (int)(intptr_t)arg;
+  const char *failed = NULL; /* the first step that failed */
   cudaSetDevice(rank % ngpus);
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
   ncclComm_t world, half;
   ncclResult_t res = ncclCommInitRankConfig(&world, nranks, id, rank, &config);
-  bad |= !started(res) || !ready(world);
+  STEP(started(res) && ready(world), "ncclCommInitRankConfig");
   res = ncclCommSplit(world, rank % 2, rank, &half, &config);
-  bad |= !started(res) || !ready(half);
+  STEP(started(res) && ready(half), "ncclCommSplit");
   int half_size = 0;
   ncclCommCount(half, &half_size);
 
@@ -65,24 +74,24 @@ static void *rank_main(void *arg)
   cudaMemsetAsync(x, 0, COUNT * sizeof(float), s);
   ncclWindow_t wx = NULL, wy = NULL;
   ncclCommWindowRegister(world, x, COUNT * sizeof(float), &wx, NCCL_WIN_COLL_SYMMETRIC);
-  bad |= !ready(world);
+  STEP(ready(world), "ncclCommWindowRegister of x");
   ncclCommWindowRegister(world, y, COUNT * sizeof(float), &wy, NCCL_WIN_COLL_SYMMETRIC);
-  bad |= !ready(world);
+  STEP(ready(world), "ncclCommWindowRegister of y");
 
-  bad |= !started(ncclAllReduce(x, y, COUNT, ncclFloat, ncclSum, world, s));
-  bad |= !ready(world);
+  STEP(started(ncclAllReduce(x, y, COUNT, ncclFloat, ncclSum, world, s)) && ready(world),
+       "ncclAllReduce");
   cudaGraph_t graph;
   cudaGraphExec_t exec;
   cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
-  bad |= !started(ncclAllReduce(x, y, COUNT, ncclFloat, ncclSum, world, s));
-  bad |= !ready(world);
+  STEP(started(ncclAllReduce(x, y, COUNT, ncclFloat, ncclSum, world, s)) && ready(world),
+       "ncclAllReduce being captured");
   cudaStreamEndCapture(s, &graph);
   cudaGraphInstantiate(&exec, graph, 0);
   for (int i = 0; i < 3; i++)
     cudaGraphLaunch(exec, s);
-  bad |= !started(ncclAllGather(x, g, COUNT, ncclFloat, half, s));
-  bad |= !ready(half);
-  bad |= cudaStreamSynchronize(s) != cudaSuccess;
+  STEP(started(ncclAllGather(x, g, COUNT, ncclFloat, half, s)) && ready(half),
+       "ncclAllGather");
+  STEP(cudaStreamSynchronize(s) == cudaSuccess, "cudaStreamSynchronize");
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
 
@@ -90,17 +99,17 @@ static void *rank_main(void *arg)
     ncclCommWindowDeregister(world, wx);
   if (wy != NULL)
     ncclCommWindowDeregister(world, wy);
-  bad |= !ready(world);
+  STEP(ready(world), "ncclCommWindowDeregister");
   ncclMemFree(x);
   ncclMemFree(y);
   cudaFree(g);
   cudaStreamDestroy(s);
   ncclCommFinalize(half);
   ncclCommFinalize(world);
-  bad |= !ready(half) || !ready(world);
+  STEP(ready(half) && ready(world), "ncclCommFinalize");
   ncclCommDestroy(half);
   ncclCommDestroy(world);
-  return (void *)(intptr_t)bad;
+  return (void *)failed;
 }
 
 int main(void)
@@ -120,7 +129,10 @@ int main(void)
   for (int r = 0; r < nranks; r++) {
     void *res;
     pthread_join(t[r], &res);
-    printf("rank %d: %s\n", r, res != NULL ? "an NCCL call failed" : "done");
+    if (res != NULL)
+      printf("rank %d: %s failed\n", r, (const char *)res);
+    else
+      printf("rank %d: done\n", r);
     bad |= res != NULL;
   }
   free(t);
