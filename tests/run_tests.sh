@@ -102,9 +102,28 @@ if [ -n "${listing:-}" ]; then
   total=" of $(grep -c . "$LOG/case-list.txt")"
 fi
 lane=""
+# A suite that ends its shell (a shell error under set -u, an exit) fails
+# the run at once, naming itself, rather than leaving its later cases
+# unrun; in the run's own shell the guard is stopped with it.
+suite_now=""
+suite_stopped() {
+  local status=$?
+  [ -n "$suite_now" ] || return "$status"
+  number=$((number + 1)) failed=$((failed + 1))
+  echo "not ok $number - $suite_now: the suite stopped before its end (exit status $status; its error is above): its later cases did not run"
+  if [ "$BASHPID" = "$$" ]; then
+    guard_stop
+    echo "1..$number"
+    echo "$passed passed, $failed failed, $skipped skipped"
+  fi
+  exit 1
+}
+trap suite_stopped EXIT
 run_suite() { # FILE: runs its cases, then says how long it took
   local suite=$1 suite_start=$EPOCHREALTIME suite_first=$number n
+  suite_now=$suite
   . "$suite"
+  suite_now=""
   if [ -z "$LIST" ] && [ "$number" != "$suite_first" ]; then
     echo "$(seconds_since "$suite_start") ${suite##*/}" >>"$LOG/suite-times.txt"
     n=$((number - suite_first))
@@ -141,6 +160,7 @@ run_lane() { # NAME: runs the suites of that lane, in order
 background_lane() { # NAME: runs its suites in the background, TAP to LOG/NAME-lane.tap
   (
     number=0 passed=0 failed=0 skipped=0 lane="$1 lane" total=""
+    trap suite_stopped EXIT
     run_lane "$1"
   ) >"$LOG/$1-lane.tap" 2>&1 </dev/null &
 }

@@ -4,6 +4,7 @@
 # first line says so.
 #   tools/simulate.sh [--mpi N] PROGRAM [OPTIONS...]
 #   tools/simulate.sh [--mpi N] --lesson DIR [OPTIONS...]
+#   tools/simulate.sh [--mpi N] --preload YOUR_PROGRAM [ARGS...]
 # PROGRAM: allreduce_sm, allgather_ce or allreduce_lsa (its kernel runs on
 # the host, every GPU thread a fiber; it needs an nccl.h >= 2.30.7:
 # NCCL_HOME, whose include/ is enough). --lesson DIR: a device API lesson
@@ -14,6 +15,13 @@
 # what a GPU would not forgive: an access of a peer's window not ordered by
 # LSA barriers (lsa-data-race), CTAs sharing a barrier, a CTA barrier one
 # thread left (tests/README.md lists every rule, and what is simulated).
+# --preload YOUR_PROGRAM: a program of your own, linked with libnccl.so and
+# libcudart.so (shared: nvcc links the runtime statically unless given
+# -cudart shared), run with the simulation standing in for both and
+# tools/libwhatran.so preloaded (docs/what-ran/README.md): its What ran
+# (libwhatran) lines, simulated; objects it leaves at exit are listed, not
+# a violation (SIM_LEAKS=warn). It makes its own ranks; NTHREADS (default
+# 4) is passed on to it, and is the number of simulated GPUs.
 # Threads by default (NTHREADS=N ranks, default 4); --mpi N runs N MPI
 # processes under mpirun (Open MPI needed). SIM_DEVICES=N simulated GPUs
 # (default: one per rank); SIM_NCCL_VERSION the NCCL version it plays
@@ -54,8 +62,22 @@ case ${1:-} in
     shift
     set -- allreduce_lsa "${@:2}"
     ;;
+  --preload)
+    preload=$(type -P -- "${2:-}") && [ -x "$preload" ] ||
+      bad "--preload takes a program of your own to run, not '${2:-}'"
+    needed=$(readelf -d "$preload" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
+    [[ $needed == *libnccl.so* ]] ||
+      bad "--preload $2: it does not load libnccl.so (it needs: ${needed:-nothing readelf could read}); link it with -lnccl"
+    [[ $needed == *libcudart.so* ]] ||
+      bad "--preload $2: it has the CUDA runtime linked in statically (it needs: $needed): the simulation can stand in only for libcudart.so; link it with -lcudart (nvcc: -cudart shared)"
+    rpath=$(readelf -d "$preload" | sed -n 's/.*(RPATH).*\[\(.*\)\]/\1/p')
+    [ -z "$rpath" ] ||
+      bad "--preload $2: its RPATH ($rpath) comes before the simulation's libraries; link it with -Wl,--enable-new-dtags (RUNPATH), as Debian's and Ubuntu's linkers do by default"
+    shift 2
+    set -- preload "$@"
+    ;;
   -h | --help) usage; exit 0 ;;
-  *) bad "'${1:-}' is not a program here: use allreduce_sm, allgather_ce or allreduce_lsa, or --lesson DIR (tools/simulate.sh --help)" ;;
+  *) bad "'${1:-}' is not a program here: use allreduce_sm, allgather_ce or allreduce_lsa, --lesson DIR or --preload YOUR_PROGRAM (tools/simulate.sh --help)" ;;
 esac
 program=$1
 shift
@@ -86,6 +108,10 @@ cuda=${CUDA_HOME:-/usr/local/cuda}
 [ -e "$cuda/include/cupti.h" ] && flavour=simcupti || flavour=sim
 variant=$flavour-$([ -n "$mpi" ] && echo mpi || echo pthread)
 target=programs-$variant
+if [ "$program" = preload ]; then
+  # The simulation as libnccl.so and libcudart.so, and libwhatran on it.
+  target="$root/tests/build/simso/libncclsim.so $root/tests/build/simso/libwhatran.so"
+fi
 if [ "$program" = allreduce_lsa ]; then
   # The device API needs nccl.h >= 2.30.7: NCCL_HOME's, else CUDA_HOME's.
   code_of() { sed -n 's/^#define NCCL_VERSION_CODE \([0-9]*\).*/\1/p' "$1/include/nccl.h" 2>/dev/null | head -n 1; }
@@ -102,9 +128,10 @@ mkdir -p "$root/tests/build"
 # (allreduce_lsa: the simulation stands in for NCCL's library, and only
 # LSA_NCCL_HOME's headers are used; NCCL_HOME may have nothing else.)
 if ! ([ "$program" = allreduce_lsa ] && unset NCCL_HOME
-  make --no-print-directory -s -C "$root/tests" "$target") >"$log" 2>&1; then
+  # shellcheck disable=SC2086 # --preload: two targets
+  make --no-print-directory -s -C "$root/tests" $target) >"$log" 2>&1; then
   why=$(grep -m1 -E 'error|No such file|not found|Error [0-9]' "$log" | sed 's/^[^:]*make[^:]*: //')
-  echo "simulate.sh: building the simulated $program failed: ${why:-see $log} (it needs the CUDA toolkit's headers in $cuda/include, CUDA_HOME, and nccl.h: NCCL_HOME; the whole log: $log)" >&2
+  echo "simulate.sh: building the simulated ${program/#preload/libraries for --preload} failed: ${why:-see $log} (it needs the CUDA toolkit's headers in $cuda/include, CUDA_HOME, and nccl.h: NCCL_HOME; the whole log: $log)" >&2
   exit 1
 fi
 if [ -n "$lesson" ]; then
@@ -131,10 +158,22 @@ export SIM_DIR
 trap 'rm -rf "$SIM_DIR"' EXIT
 plural() { [ "$1" = 1 ] && echo "$1 $2" || echo "$1 $2s"; }
 echo "# SIMULATED: no GPU ran this; tests/sim stands in for CUDA and NCCL ($(plural "$SIM_DEVICES" "simulated GPU"), $(plural "$ranks" rank)$([ -n "$mpi" ] && echo ", MPI processes"))"
+if [ "$program" = preload ]; then
+  as_real=$root/tests/build/simso/as-real
+  mkdir -p "$as_real"
+  for so in libnccl.so libnccl.so.2 libcudart.so libcudart.so.12 libcudart.so.13; do
+    ln -sfn ../libncclsim.so "$as_real/$so"
+  done
+  export SIM_LEAKS=warn LD_LIBRARY_PATH=$as_real${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  set -- env LD_PRELOAD="$root/tests/build/simso/libwhatran.so" "$preload" "$@"
+else
+  set -- "$program_path" "$@"
+fi
 if [ -n "$mpi" ]; then
   extra=()
   [ "$(id -u)" = 0 ] && extra+=(--allow-run-as-root)
-  mpirun "${extra[@]}" --oversubscribe -np "$mpi" "$program_path" "$@"
+  [ "$program" = preload ] && extra+=(-x LD_LIBRARY_PATH -x SIM_LEAKS)
+  mpirun "${extra[@]}" --oversubscribe -np "$mpi" "$@"
 else
-  "$program_path" "$@"
+  "$@"
 fi

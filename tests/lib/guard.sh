@@ -52,6 +52,7 @@ guard_loop() {
   GUARD_SELF=$BASHPID # (a command substitution has a $BASHPID of its own)
   shopt -s nullglob
   while sleep 1; do
+    kill -0 "$RUN_PID" 2>/dev/null || exit 0 # the run ended, however
     now=$EPOCHSECONDS
     for file in "$RUNNING"/[0-9]*; do
       [[ $file == *.ended ]] && continue

@@ -12,8 +12,13 @@
  *                            4 KiB, ..._RSxLD_AGxST_sum_f32 at 4 MiB (which
  *                            one between is the simulation's choice: the
  *                            first below 64 KiB)
- *   AllGather in windows     CTAPolicy ZERO: the copy engines, no kernel
- *                            (the simulation: one copy per rank); else
+ *   AllGather in windows     CTAPolicy ZERO: the copy engines, no kernel,
+ *                            3n - 2 copies per rank on n ranks (2 to 8
+ *                            ranks; docs/what-ran, and 4 and 10 copies in
+ *                            docs/facts): here one local copy of the rank's
+ *                            part and, per peer, its part and two copies of
+ *                            8 bytes (their sizes are the simulation's:
+ *                            not recorded); else
  *                            ncclSymkDevKernel_AllGather_ST
  *   no window                ncclDevKernel_AllReduce_Sum_f32_RING_LL,
  *                            ncclDevKernel_AllGather_RING_LL; from 2.31
@@ -221,10 +226,11 @@ void cupti_collective(uint32_t correlation, const sim_node *node)
                                                              : AR_LARGE]);
   else if (ce)
     for (int r = 0; r < comm->nranks; r++)
-      cupti_copy(correlation, comm->device,
-                 r == comm->rank ? CUPTI_ACTIVITY_MEMCPY_KIND_DTOD
-                                 : CUPTI_ACTIVITY_MEMCPY_KIND_PTOP,
-                 bytes);
+      for (int c = 0; c < (r == comm->rank ? 1 : 3); c++)
+        cupti_copy(correlation, comm->device,
+                   r == comm->rank ? CUPTI_ACTIVITY_MEMCPY_KIND_DTOD
+                                   : CUPTI_ACTIVITY_MEMCPY_KIND_PTOP,
+                   c == 0 ? bytes : 8);
   else
     kernel(correlation, comm->device, names[AG_SYM]);
 }

@@ -51,6 +51,8 @@
  *   SIM_NO_P2P=1         no GPU pair has CUDA P2P access
  *   SIM_REPLAYS_DO_NOTHING=1  cudaGraphLaunch succeeds and runs nothing
  *   SIM_CUPTI_FAIL=CALL:R[,...]  that CUPTI call fails on rank R (cupti.c)
+ *   SIM_LEAKS=warn       objects left at exit listed, not a violation
+ *                        (tools/simulate.sh --preload: CUDA frees them)
  *   SIM_GPU_US=WHAT:R:US[,...]  each collective (WHAT collective) or device
  *                        copy (copy) of rank R (* every rank) takes US
  *                        microseconds of simulated GPU time (queues.c)
@@ -132,12 +134,8 @@ struct ncclComm {
   int ce_ready; /* NCCL's copy-engine sync window is registered */
   struct hb_domain *hb; /* happens-before of its windows (hb.c), once one
                            is registered */
-  /* config.blocking = 0 (nonblocking.c): NCCL goes on with its calls in a
-   * thread of its own, and ncclCommGetAsyncError says when it is done. */
-  int nonblocking;
-  int in_progress; /* a call returned ncclInProgress, no poll has seen it */
-  ncclWindow_t *late_where[8]; /* handles NCCL writes once it is done */
-  ncclWindow_t late_handle[8];
+  int nonblocking, in_progress; /* config.blocking = 0: nonblocking.c */
+  ncclWindow_t *late_where[8], late_handle[8]; /* handles written later */
   int nlate;
 };
 
@@ -324,9 +322,7 @@ int in_group(void);
  * correlation id; 0 when CUPTI records nothing); the records of a copy
  * (copy_kind: CUpti_ActivityMemcpyKind) or of a collective, when it runs. */
 uint32_t cupti_launch(void) __attribute__((weak));
-/* Set while a non-blocking communicator's work is queued: CUPTI then says
- * that NCCL's own thread launched it (nonblocking.c). */
-extern _Thread_local int launched_by_nccl_thread;
+extern _Thread_local int launched_by_nccl_thread; /* nonblocking.c */
 ncclResult_t nonblocking_result(ncclComm_t comm, ncclResult_t res);
 int nonblocking_late_handle(ncclComm_t comm, ncclWindow_t *win);
 void nonblocking_publish(ncclComm_t comm);

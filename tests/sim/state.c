@@ -301,11 +301,15 @@ static void check_leaks(void)
             s->device);
   for (struct CUevent_st *e = events; e; e = e->next, leaks++)
     fprintf(stderr, "ncclsim: LEAK: event never destroyed\n");
-  if (leaks > 0) {
+  const char *warn = getenv("SIM_LEAKS");
+  if (leaks > 0 && warn != NULL && strcmp(warn, "warn") == 0) {
+    fprintf(stderr, "ncclsim: %d object(s) left at exit (SIM_LEAKS=warn:"
+                    " listed, not a violation)\n", leaks);
+  } else if (leaks > 0) {
     fprintf(stderr,
             "ncclsim: RULE VIOLATION [no-leaks] %d object(s) left at exit\n",
             leaks);
-    fflush(stderr);
+    fflush(NULL); /* the program's own output is not lost */
     _exit(SIM_EXIT_VIOLATION);
   }
 }

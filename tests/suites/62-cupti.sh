@@ -6,8 +6,8 @@
 #
 # The expected lines are those recorded on one H200 with NCCL 2.30.7
 # (docs/what-ran/h200-nccl2.30.7.txt) where the simulation plays what was
-# recorded there; the copy-engine count is the simulation's own model (one
-# copy per rank, tests/sim/cupti.c).
+# recorded there: the copy-engine AllGather's 3n - 2 copies per rank on n
+# ranks (tests/sim/cupti.c).
 
 if [ ! -f "${CUDA_HOME:-/usr/local/cuda}/include/cupti.h" ]; then
   for c in pthread/allreduce_sm-1-local-copy pthread/allreduce_sm-2-symmetric; do
@@ -47,12 +47,22 @@ if begin cupti/pthread/allreduce_sm-2-small-symmetric; then
 fi
 if begin cupti/pthread/allgather_ce-2-copy-engines; then
   what_ran_line simcupti-pthread allgather_ce 2 \
-    "What ran: AllGather ran on the copy engines: 0 kernels, 2 copies on every rank"
+    "What ran: AllGather ran on the copy engines: 0 kernels, 4 copies on every rank"
+  end
+fi
+# Two ranks sharing one GPU, threads of one process (NCCL >= 2.30 with
+# NCCL_MULTI_RANK_GPU_ENABLE=1): each rank counts only the work its own
+# thread launched, as on the H200 (docs/what-ran/h200-nccl2.30.7.txt: 4
+# copies at 2 ranks sharing it).
+if begin cupti/pthread/allgather_ce-2-sharing-one-gpu; then
+  SIM_DEVICES=1 SIM_NCCL_VERSION=23007 NCCL_MULTI_RANK_GPU_ENABLE=1 \
+    what_ran_line simcupti-pthread allgather_ce 2 \
+    "What ran: AllGather ran on the copy engines: 0 kernels, 4 copies on every rank"
   end
 fi
 if begin cupti/mpi/allgather_ce-4-copy-engines && mpi_cases "$name"; then
   what_ran_line simcupti-mpi allgather_ce 4 \
-    "What ran: AllGather ran on the copy engines: 0 kernels, 4 copies on every rank"
+    "What ran: AllGather ran on the copy engines: 0 kernels, 10 copies on every rank"
   end
 fi
 

@@ -187,6 +187,19 @@ if begin checks/a-run-past-its-limit-is-ended; then
   no_out "passed, 0 failed"
   end
 fi
+if begin checks/a-suite-that-stops-fails-the-run-at-once; then
+  t0=$EPOCHSECONDS
+  # Through a pipe, as `make test | tee` runs: a guard left behind would
+  # hold it open until its TEST_RUN_LIMIT.
+  run bash -c 'set -o pipefail; TEST_FILTER= TEST_RUN_LIMIT=120 TEST_LOGS=$1 \
+    TEST_SUITE=tests/data/suites/dies-on-an-unset-variable.sh bash tests/run_tests.sh 2>&1 | cat' _ "$LOG/guard-stop"
+  want_failure
+  want_out "not ok 2 - tests/data/suites/dies-on-an-unset-variable.sh: the suite stopped before its end"
+  want_out "1 passed, 1 failed, 0 skipped"
+  no_out "control/after-the-error"
+  [ $((EPOCHSECONDS - t0)) -lt 60 ] || why+="it took $((EPOCHSECONDS - t0)) s (a guard held the pipe?); "
+  end
+fi
 
 # --------------------------------------------------- static analysis
 if command -v cppcheck >/dev/null; then

@@ -1,5 +1,7 @@
 /* libwhatran's records: the communicators of this process, their windows
  * and their collectives, as the wrappers (whatran.c) note them. */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -226,4 +228,21 @@ void end_group(uint64_t t1)
     }
   }
   pthread_mutex_unlock(&lock);
+}
+
+/* One line of the report: on stderr, or appended to WHATRAN_OUT. */
+void say(const char *fmt, ...)
+{
+  const char *path = getenv("WHATRAN_OUT");
+  FILE *out = path && *path ? fopen(path, "a") : stderr;
+  if (out == NULL) {
+    fprintf(stderr, "libwhatran: WHATRAN_OUT=%s cannot be opened\n", path);
+    out = stderr;
+  }
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(out, fmt, ap);
+  va_end(ap);
+  if (out != stderr)
+    fclose(out);
 }

@@ -2,28 +2,11 @@
  * work CUPTI saw (the instruments' engine), and at exit one line per
  * communicator and outcome, on stderr or WHATRAN_OUT (WHATRAN_JSON: one
  * JSON object per rank and communicator). */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "whatran.h"
-
-void say(const char *fmt, ...)
-{
-  const char *path = getenv("WHATRAN_OUT");
-  FILE *out = path && *path ? fopen(path, "a") : stderr;
-  if (out == NULL) {
-    fprintf(stderr, "libwhatran: WHATRAN_OUT=%s cannot be opened\n", path);
-    out = stderr;
-  }
-  va_list ap;
-  va_start(ap, fmt);
-  vfprintf(out, fmt, ap);
-  va_end(ap);
-  if (out != stderr)
-    fclose(out);
-}
 
 static void size_text(size_t bytes, char *out, size_t size)
 {
@@ -122,10 +105,10 @@ void classify(comm_rec *c)
       snprintf(k->ran, sizeof k->ran,
                "captured into a CUDA graph: its work runs at each replay");
     else if (k->in_progress && k->cls == RAN_NOTHING)
-      snprintf(k->ran, sizeof k->ran,
-               "not seen: the call returned ncclInProgress (a non-blocking"
-               " communicator), and NCCL's own thread launched its work"
-               " later, which no call of the program holds");
+      snprintf(k->ran, sizeof k->ran, "not seen: the call returned"
+               " ncclInProgress (a non-blocking communicator), and NCCL's own"
+               " thread launched its work later, which no call of the program"
+               " holds");
     else if (k->cls == RAN_REGULAR && k->coll != REPLAY && c->nranks > 1) {
       char why[160];
       cause(k, why, sizeof why);

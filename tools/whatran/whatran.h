@@ -116,9 +116,10 @@ void note_call(ncclComm_t comm, enum coll coll, const call *what,
                const void *send, const void *recv, cudaStream_t stream,
                uint64_t t0, uint64_t t1);
 void end_group(uint64_t t1);                      /* takes the lock */
+/* A line of the report: stderr, or appended to WHATRAN_OUT. */
+void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* report.c */
-void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void classify(comm_rec *c);
 void report(void); /* at exit, once measuring started */
 
