@@ -115,11 +115,13 @@ fi
 if [ "$program" = allreduce_lsa ]; then
   # The device API needs nccl.h >= 2.30.7: NCCL_HOME's, else CUDA_HOME's.
   code_of() { sed -n 's/^#define NCCL_VERSION_CODE \([0-9]*\).*/\1/p' "$1/include/nccl.h" 2>/dev/null | head -n 1; }
-  for home in ${NCCL_HOME:-} "$cuda" ""; do
+  for home in "${NCCL_HOME:-}" "$cuda" ""; do
     [ -n "$home" ] && [ "$(code_of "$home")" -ge 23007 ] 2>/dev/null && break
   done
   [ -n "$home" ] || bad "allreduce_lsa needs an nccl.h >= 2.30.7 (the device API), and NCCL_HOME=${NCCL_HOME:-(unset)} and $cuda/include have none: set NCCL_HOME to a newer NCCL: python3 -m pip download --no-deps nvidia-nccl-cu13==2.30.7 -d nccl-wheel && unzip -q nccl-wheel/*.whl -d nccl-wheel, then NCCL_HOME=\$PWD/nccl-wheel/nvidia/nccl"
-  export LSA_NCCL_HOME=$home
+  # (make cannot name a path with a space: through a link without one)
+  LSA_NCCL_HOME=$(path_without_spaces "$home") || exit 1
+  export LSA_NCCL_HOME
   variant=lsa-$([ -n "$mpi" ] && echo mpi || echo pthread)
   target=$root/tests/build/$variant/allreduce_lsa
 fi

@@ -151,6 +151,16 @@ done
 
 # An nccl.h older than 2.30.7 (here 2.30.6, the edge) is refused for
 # allreduce_lsa, naming what it needs, when CUDA_HOME has none newer.
+# NCCL_HOME in a path with a space, as a user's unpacked wheel may be.
+if lsa_case lsa/simulate/nccl-home-with-a-space; then
+  rm -rf "$TMPDIR/nccl home" && mkdir -p "$TMPDIR/nccl home" &&
+    cp -r "$LSA_NCCL_HOME/include" "$TMPDIR/nccl home/" || why+="could not copy the headers; "
+  NCCL_HOME="$TMPDIR/nccl home" NTHREADS=2 run "$ROOT/tools/simulate.sh" allreduce_lsa -n $SMALL
+  want_status 0
+  want_out "Results verified correctly"
+  no_violation
+  end
+fi
 if lsa_case lsa/simulate/refuses-nccl-h-2.30.6; then
   mkdir -p "$TMPDIR/nccl-2.30.6/include"
   printf '#define NCCL_VERSION_CODE 23006\n' >"$TMPDIR/nccl-2.30.6/include/nccl.h"
