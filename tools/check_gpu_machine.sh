@@ -30,6 +30,9 @@ step() { # NAME STATUS [DETAIL]: one line per step, counted
   else failed=$((failed + 1)); echo "FAIL $1: exit $2${3:+; $3}"; fi
 }
 start=$(date +%s)
+# Whether NCCL of version code $1 lets ranks share a GPU: from 2.30.0, with
+# NCCL_MULTI_RANK_GPU_ENABLE=1 (no such variable before).
+can_share() { [ "${1:-0}" -ge 23000 ]; }
 
 {
   nvidia-smi -L
@@ -76,7 +79,7 @@ sanitized() { # NAME LOG COMMAND...: a sanitizer run, its summary as the detail
 for p in allreduce_sm allgather_ce; do
   NTHREADS=1 sanitized "memcheck $p, threads" "$out/memcheck-$p-pthread.log" "${sanitize[@]}" --leak-check full "$B/real-pthread/$p"
   sanitized "memcheck $p, MPI" "$out/memcheck-$p-mpi.log" mpirun -np 1 "${sanitize[@]}" --leak-check full "$B/real-mpi/$p"
-  if [ "${code:-0}" -ge 23000 ]; then
+  if can_share "${code:-0}"; then
     NCCL_MULTI_RANK_GPU_ENABLE=1 sanitized "memcheck $p, 2 MPI ranks sharing a GPU" "$out/memcheck-$p-mpi-2-shared.log" \
       mpirun -np 2 -x NCCL_MULTI_RANK_GPU_ENABLE "${sanitize[@]}" --leak-check full "$B/real-mpi/$p"
   fi
@@ -101,7 +104,7 @@ fi
 # more than this tree and NCCL are left out (pip and a package index, a
 # build of nccl-tests, a program of your own).
 gpus=$(nvidia-smi -L | grep -c '^GPU ')
-share=$([ "$gpus" -lt 4 ] && [ "${code:-0}" -ge 23000 ] && echo 1)
+share=$([ "$gpus" -lt 4 ] && can_share "${code:-0}" && echo 1)
 arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1 | tr -d .)
 python3 tests/checks/doc_blocks.py --needs | grep -P '\ta GPU' | grep -vE 'pip|nccl-tests|of your own' | cut -d: -f1 | sort -u >"$out/doc-pages.txt"
 pages=()
@@ -133,7 +136,7 @@ for p in allreduce_sm allgather_ce; do
   step "NCCL's log of $p" $? "$(grep -m 1 -h '\[Symmetric\]\|\[Copy Engine\]\|Kernel' "$out/nccl-debug-$p.log" | sed 's/^.*NCCL INFO //')"
 done
 
-if [ "${CHECK_BENCH:-0}" = 1 ] && [ "${code:-0}" -ge 23000 ]; then
+if [ "${CHECK_BENCH:-0}" = 1 ] && can_share "${code:-0}"; then
   for p in allreduce_sm allgather_ce; do
     for n in 2 4; do
       log=$out/bench-$p-$n-shared
