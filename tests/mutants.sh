@@ -85,7 +85,7 @@ for m in "${mutants[@]}"; do
 done
 start=$(date +%s)
 if [ -n "$all_cases" ]; then
-  (cd "$TREE" && TEST_LOGS="$WORK/logs/control" TEST_FILTER="$all_cases" bash tests/run_tests.sh) >"$WORK/control.out" 2>&1 || {
+  (cd "$TREE" && TEST_RUN_LIMIT=${TEST_RUN_LIMIT:-3600} TEST_LOGS="$WORK/logs/control" TEST_FILTER="$all_cases" bash tests/run_tests.sh) >"$WORK/control.out" 2>&1 || {
     echo "test-mutants: without any mutant, some of the cases fail (see $WORK/control.out):"
     grep -E '^not ok' "$WORK/control.out" | head -n 5
     exit 1
@@ -117,7 +117,7 @@ lines = open(p).read().split("\n")
 lines[lines.index(a)] = b
 open(p, "w").write("\n".join(lines))' "$target" "$from" "$to"
   logs=$WORK/logs/$name
-  (cd "$TREE" && TEST_LOGS="$logs" TEST_FILTER="$cases" bash tests/run_tests.sh) >"$WORK/$name.out" 2>&1
+  (cd "$TREE" && TEST_RUN_LIMIT=${TEST_RUN_LIMIT:-3600} TEST_LOGS="$logs" TEST_FILTER="$cases" bash tests/run_tests.sh) >"$WORK/$name.out" 2>&1
   status=$?
   cp "$WORK/original" "$target"
   ran=$(grep -cE '^(not )?ok [0-9]+ - ' "$WORK/$name.out")

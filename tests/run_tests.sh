@@ -110,7 +110,11 @@ suite_stopped() {
   local status=$?
   [ -n "$suite_now" ] || return "$status"
   number=$((number + 1)) failed=$((failed + 1))
-  echo "not ok $number - $suite_now: the suite stopped before its end (exit status $status; its error is above): its later cases did not run"
+  if [ -e "$RUNNING/run-ended" ]; then # the guard ended the run (guard.sh)
+    echo "not ok $number - $suite_now: the run was ended inside this suite at its limit (TEST_RUN_LIMIT=$RUN_LIMIT s): its later cases did not run"
+  else
+    echo "not ok $number - $suite_now: the suite stopped before its end (exit status $status; its error is above): its later cases did not run"
+  fi
   if [ "$BASHPID" = "$$" ]; then
     guard_stop
     echo "1..$number"
