@@ -52,7 +52,10 @@ need() {
     fi
     target=$t
     [[ $t == */* ]] && target=$B/$t
-    if make -C "$ROOT/tests" -j"$(nproc)" "$target" >>"$LOG/build.log" 2>&1; then
+    # One build at a time across the lanes: two makes of one target would
+    # write the same objects while the other links them.
+    mkdir -p "$B"
+    if flock "$B/.need.lock" make -C "$ROOT/tests" -j"$(nproc)" "$target" >>"$LOG/build.log" 2>&1; then
       BUILT+="$t "
     else
       BUILD_FAILED+="$t "
