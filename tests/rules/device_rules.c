@@ -80,10 +80,12 @@ static void leaves_cta_barrier(void *args)
 /* A CTA's LSA barrier synced once, as ncclLsaBarrierSession's sync does. */
 static void barrier_sync(const ncclDevComm_t *dev, unsigned index, int order)
 {
-  unsigned long long epoch = ncclsim_lsa_session_open(dev, index);
-  ncclsim_lsa_arrive(dev, index, epoch, order);
-  ncclsim_lsa_wait(dev, index, epoch, order);
-  ncclsim_lsa_session_close(dev, index, epoch + 1);
+  ncclsim_lsa_session s;
+  ncclsim_lsa_session_open(&s, dev, index, dev->lsaSize, dev->lsaRank, 1, 0,
+                           NULL);
+  ncclsim_lsa_arrive(&s, order);
+  ncclsim_lsa_wait(&s, order);
+  ncclsim_lsa_session_close(&s);
 }
 
 /* What -fsanitize=thread makes the compiler call before an access in a

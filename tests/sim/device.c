@@ -11,7 +11,9 @@
  * version newer than the library is refused ("NCCL library version is too
  * old" with version codes in 2.29, "NCCL library is too old" with dotted
  * versions from 2.30; src/dev_runtime.cc at v2.29.2-1 and v2.30.7-1);
- * ncclDevCommCreate without symmetric support is refused.
+ * ncclDevCommCreate without symmetric support is refused, and so is a
+ * request for multicast (lsaMultimem: the simulation has no NVLS, and
+ * 2.30.7's symTeamObtain refuses it where the system has none).
  * deviceApiSupport is symmetric support (none for ranks on several hosts,
  * windows.c); the LSA team is every rank of the communicator, or groups of
  * SIM_LSA_TEAM_SIZE ranks (nLsaTeams = ranks / that).
@@ -157,6 +159,11 @@ ncclResult_t ncclDevCommCreate(ncclComm_t comm,
     return res;
   if (!symmetric_support(comm))
     return refuse(call, "Communicator does not support symmetric memory!");
+  if (reqs->lsaMultimem) { /* no NVLS here: 2.30.7 symTeamObtain refuses */
+    refuse(call, "Multicast support requested for team but none available"
+                 " on system.");
+    return ncclInvalidArgument;
+  }
   sim_devcomm *d = calloc(1, sizeof *d);
   const int n = reqs->lsaBarrierCount > 0 ? reqs->lsaBarrierCount : 0;
   if (d == NULL)
@@ -168,9 +175,10 @@ ncclResult_t ncclDevCommCreate(ncclComm_t comm,
   /* Collective: rank 0 makes the barriers' file, then every rank maps it. */
   char path[PATH_LEN + 64];
   snprintf(path, sizeof path, "%s/lsa-barriers-%lu", comm->dir, comm->seq[LANE_HOST]);
-  /* The barriers' epochs [barrier][rank], then the team's turns for
-   * kernels that run in lockstep (lockstep.c). */
-  const size_t barrier_bytes = (size_t)(n ? n : 1) * (size_t)comm->nranks * sizeof *d->slots;
+  /* The ranks' inboxes [rank][barrier * LSA team size], then the team's
+   * turns for kernels that run in lockstep (lockstep.c). */
+  const size_t words = (size_t)(n ? n : 1) * (size_t)d->lsa_size;
+  const size_t barrier_bytes = words * (size_t)comm->nranks * sizeof *d->slots;
   d->slots_bytes = barrier_bytes + lockstep_bytes(comm->nranks);
   if (comm->rank == 0) {
     int fd = open(path, O_CREAT | O_RDWR | O_TRUNC, 0600);
@@ -189,9 +197,16 @@ ncclResult_t ncclDevCommCreate(ncclComm_t comm,
   }
   void *slots = map_file(path, d->slots_bytes);
   finish_exchange(comm, LANE_HOST);
-  d->epochs = calloc((size_t)(n ? n : 1), sizeof *d->epochs);
-  d->holders = calloc((size_t)(n ? n : 1), sizeof *d->holders);
-  if (slots == MAP_FAILED || d->epochs == NULL || d->holders == NULL)
+  const size_t nb = (size_t)(n ? n : 1);
+  d->epochs = calloc(nb, sizeof *d->epochs);
+  d->holders = calloc(nb, sizeof *d->holders);
+  d->holders_open = calloc(nb, sizeof *d->holders_open);
+  d->holders_launch = calloc(nb, sizeof *d->holders_launch);
+  d->observed = calloc(words, sizeof *d->observed);
+  d->lane_team = calloc(HB_LANES, sizeof *d->lane_team);
+  if (slots == MAP_FAILED || d->epochs == NULL || d->holders == NULL ||
+      d->holders_open == NULL || d->holders_launch == NULL ||
+      d->observed == NULL || d->lane_team == NULL)
     sim_failure(call, "cannot map %s", path);
   d->slots = slots;
   lockstep_map(d, (unsigned char *)slots + barrier_bytes);
@@ -205,6 +220,7 @@ ncclResult_t ncclDevCommCreate(ncclComm_t comm,
                          .nRanks = comm->nranks,
                          .lsaRank = d->lsa_rank,
                          .lsaSize = d->lsa_size,
+                         .lsaMultimem = {NULL}, /* never asked for here */
                          .lsaBarrier = {n},
                          .sim = d};
   return ncclSuccess;
@@ -236,9 +252,14 @@ ncclResult_t ncclDevCommDestroy(ncclComm_t comm, const ncclDevComm_t *devComm)
     violation(comm, "device-communicator", "ncclDevCommDestroy",
               "not a device communicator of this communicator (destroyed"
               " twice, or never created?)");
+  lsa_forget_devcomm(d);
   munmap((void *)d->slots, d->slots_bytes);
   free(d->epochs);
   free(d->holders);
+  free(d->holders_open);
+  free(d->holders_launch);
+  free(d->observed);
+  free(d->lane_team);
   d->magic = 0;
   free(d);
   return ncclSuccess;

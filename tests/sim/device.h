@@ -64,6 +64,8 @@ int cta_leader(void);
 #define HB_NONE HB_LANES
 #define HB_HOST (HB_LANES + 1)
 #define HB_PER_RANK (HB_LANES + 2)
+/* LSA barriers whose arrivals the clocks keep (past them: not simulated). */
+#define HB_BARRIERS (2 * HB_LANES)
 typedef struct hb_domain hb_domain;
 int hb_unit(int rank, int lane);
 int hb_ranks(const hb_domain *d);
@@ -129,10 +131,20 @@ typedef struct sim_devcomm {
   unsigned magic;
   struct ncclComm *comm;
   int nbarriers, lsa_rank, lsa_size, first; /* first: its team's rank 0 */
-  _Atomic unsigned long long *slots; /* [barrier][rank], shared */
+  /* Each rank's inboxes, shared: [rank][word], the word of barrier i from
+   * team rank p at i * team size + p, as NCCL lays them out; each holds
+   * the epoch stored (low 32 bits) and who stored it (lsa.c). */
+  _Atomic unsigned long long *slots;
   size_t slots_bytes;
   unsigned long long *epochs; /* this rank's, per barrier */
-  unsigned *holders; /* per barrier: 1 + the CTA whose session is on it */
+  /* Per barrier: 1 + the CTA whose sessions are on it, in which launch,
+   * and how many of its threads hold one. */
+  unsigned *holders, *holders_open;
+  unsigned long long *holders_launch;
+  unsigned long long *observed; /* per word of this rank's inbox: the
+                                   newest epoch a wait was credited with */
+  struct lsa_team { int size, rank, stride; } *lane_team; /* per CTA lane:
+                                   the team of its last session */
   /* The team's kernels in lockstep (lockstep.c), in the same file: */
   _Atomic int *turn;                    /* the member whose turn it is */
   _Atomic unsigned long long *seed;     /* the launch's schedule seed */
@@ -143,6 +155,12 @@ typedef struct sim_devcomm {
    * stood still that long, so a slow, loaded machine is no deadlock. */
   _Atomic unsigned long long *progress;
 } sim_devcomm;
+
+/* lsa.c: the device communicator is destroyed (its last sessions' teams,
+ * kept for messages, go with it); a note for a race between a CTA's
+ * access and one of a rank outside its last session's team, or NULL. */
+void lsa_forget_devcomm(const sim_devcomm *d);
+const char *lsa_team_note(int rank, int lane, int other_rank);
 
 /* ---------------------------------------------- lockstep (lockstep.c) */
 /* A kernel that takes a device communicator runs in lockstep with the

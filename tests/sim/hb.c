@@ -38,7 +38,7 @@ struct hb_domain {
   size_t vc_bytes, file_bytes;
   /* in the file, after this header: cur, released, pending
    * [units][units], then per lane and rank the last HB_RING publications:
-   * epochs [HB_LANES][nranks][HB_RING] and clocks [...][units] */
+   * epochs [HB_BARRIERS][nranks][HB_RING] and clocks [...][units] */
   uint32_t *clocks[3];
   unsigned long long *pub_epoch;
   uint32_t *pub;
@@ -62,7 +62,7 @@ static size_t domain_bytes(int nranks)
 {
   const size_t units = (size_t)nranks * HB_PER_RANK;
   const size_t vc = units * sizeof(uint32_t);
-  const size_t pubs = (size_t)HB_LANES * (size_t)nranks * HB_RING;
+  const size_t pubs = (size_t)HB_BARRIERS * (size_t)nranks * HB_RING;
   return HEADER_BYTES + 3 * units * vc + pubs * sizeof(unsigned long long) +
          pubs * vc;
 }
@@ -77,7 +77,7 @@ static void lay_out(hb_domain *d, unsigned char *base, int nranks)
   for (int i = 0; i < 3; i++, p += (size_t)d->units * d->vc_bytes)
     d->clocks[i] = (uint32_t *)p;
   d->pub_epoch = (unsigned long long *)p;
-  p += (size_t)HB_LANES * (size_t)nranks * HB_RING * sizeof *d->pub_epoch;
+  p += (size_t)HB_BARRIERS * (size_t)nranks * HB_RING * sizeof *d->pub_epoch;
   d->pub = (uint32_t *)p;
 }
 
@@ -189,7 +189,7 @@ void hb_arrive(hb_domain *d, int rank, int lane, unsigned index,
   const int u = hb_unit(rank, lane);
   if (releases)
     memcpy(hb_clock(d, RELEASED, u), hb_clock(d, CUR, u), d->vc_bytes);
-  if (index < HB_LANES) {
+  if (index < HB_BARRIERS) {
     const size_t slot =
         ((size_t)index * (size_t)d->nranks + (size_t)rank) * HB_RING +
         epoch % HB_RING;
@@ -205,7 +205,7 @@ void hb_arrive(hb_domain *d, int rank, int lane, unsigned index,
 void hb_observe(hb_domain *d, int rank, int lane, unsigned index, int peer,
                 unsigned long long epoch)
 {
-  if (index >= HB_LANES)
+  if (index >= HB_BARRIERS)
     return;
   const size_t slot =
       ((size_t)index * (size_t)d->nranks + (size_t)peer) * HB_RING +
@@ -229,6 +229,10 @@ void hb_acquire(hb_domain *d, int rank, int lane)
  * kernel's start for what its host did before). */
 const char *hb_missing(hb_domain *d, int me, int unit, uint32_t clock)
 {
+  const char *team = lsa_team_note(me / HB_PER_RANK, me % HB_PER_RANK,
+                                   unit / HB_PER_RANK);
+  if (team != NULL) /* that barrier could not order it */
+    return team;
   if (hb_clock(d, PENDING, me)[unit] >= clock)
     return "this side did not acquire it: it observed a barrier that"
            " published it, but its wait was relaxed (a barrier synced with"

@@ -113,40 +113,41 @@ struct ncclCoopCta {
   void sync() const { ncclsim_cta_sync(); }
 };
 
-/* An LSA barrier session of a CTA (one barrier per CTA: index blockIdx.x).
- * Each thread keeps the epoch it copied, as NCCL's does. */
+/* An LSA barrier session of a CTA (one barrier per CTA: index blockIdx.x)
+ * with the ranks of a team: as NCCL 2.30.7's
+ * (nccl_device/impl/lsa_barrier__funcs.h), arrive stores only to the
+ * team's peers and wait waits only for them. Each thread keeps the epoch
+ * it copied, as NCCL's does. multimem asks for the multicast barrier: the
+ * constructor with a team takes the multicast handle (none by default),
+ * the one with ncclTeamTagLsa the device communicator's lsaMultimem. */
 template <typename Coop> struct ncclLsaBarrierSession {
   static_assert(std::is_same<Coop, ncclCoopCta>::value,
                 "not simulated here: an LSA barrier session of a warp or a"
                 " thread (ncclLsaBarrierSession<ncclCoopWarp>): the"
                 " simulation runs sessions of a CTA (tests/README.md)");
-  ncclLsaBarrierSession(Coop, const ncclDevComm &comm, ncclTeam,
+  ncclLsaBarrierSession(Coop, const ncclDevComm &comm, ncclTeam team,
                         ncclLsaBarrierHandle_t, uint32_t index,
-                        bool multimem = false)
-      : comm_(&comm), index_(index)
+                        bool multimem = false,
+                        ncclMultimemHandle_t mmHandle = {})
   {
-    static_cast<void>(multimem);
-    epoch_ = ncclsim_lsa_session_open(comm_, index_);
+    ncclsim_lsa_session_open(&s_, &comm, index, team.nRanks, team.rank,
+                             team.stride, multimem, mmHandle.mcBasePtr);
   }
   ncclLsaBarrierSession(Coop coop, const ncclDevComm &comm, ncclTeamTagLsa,
                         uint32_t index, bool multimem = false)
       : ncclLsaBarrierSession(coop, comm, ncclTeamLsa(comm), comm.lsaBarrier,
-                              index, multimem)
+                              index, multimem, comm.lsaMultimem)
   {
   }
-  ~ncclLsaBarrierSession() { ncclsim_lsa_session_close(comm_, index_, epoch_); }
+  ~ncclLsaBarrierSession() { ncclsim_lsa_session_close(&s_); }
   ncclLsaBarrierSession(const ncclLsaBarrierSession &) = delete;
   ncclLsaBarrierSession &operator=(const ncclLsaBarrierSession &) = delete;
 
   void arrive(Coop, cuda::memory_order order)
   {
-    ncclsim_lsa_arrive(comm_, index_, epoch_, (int)order);
+    ncclsim_lsa_arrive(&s_, (int)order);
   }
-  void wait(Coop, cuda::memory_order order)
-  {
-    ncclsim_lsa_wait(comm_, index_, epoch_, (int)order);
-    epoch_ += 1;
-  }
+  void wait(Coop, cuda::memory_order order) { ncclsim_lsa_wait(&s_, (int)order); }
   void sync(Coop coop, cuda::memory_order order)
   {
     arrive(coop, order);
@@ -154,9 +155,7 @@ template <typename Coop> struct ncclLsaBarrierSession {
   }
 
 private:
-  const ncclDevComm *comm_;
-  uint32_t index_;
-  unsigned long long epoch_;
+  ncclsim_lsa_session s_;
 };
 
 inline void *ncclGetLsaPointer(ncclWindow_t window, size_t offset, int peer)
@@ -175,8 +174,23 @@ template <typename... A> struct ncclsim_not_simulated : std::false_type {};
                   " (tests/README.md lists what the simulation runs)");        \
     return nullptr;                                                            \
   }
-NCCLSIM_NOT_SIMULATED(ncclGetLsaMultimemPointer)
-NCCLSIM_NOT_SIMULATED(ncclGetMultimemPointer)
+/* Multicast memory needs the device communicator's request (NCCL 2.30.7
+ * nccl_device/impl/core__funcs.h: the pointer is the team's mcBasePtr,
+ * NULL unless requested); the simulation has no multicast to give. */
+inline void *ncclGetMultimemPointer(ncclWindow_t, size_t, ncclMultimemHandle_t mm)
+{
+  return ncclsim_multimem_pointer("ncclGetMultimemPointer", mm.mcBasePtr,
+                                  "a team requirement with multimem"
+                                  " (ncclTeamRequirements, its"
+                                  " outMultimemHandle)");
+}
+inline void *ncclGetLsaMultimemPointer(ncclWindow_t, size_t,
+                                       const ncclDevComm &comm)
+{
+  return ncclsim_multimem_pointer("ncclGetLsaMultimemPointer",
+                                  comm.lsaMultimem.mcBasePtr,
+                                  "ncclDevCommRequirements.lsaMultimem");
+}
 NCCLSIM_NOT_SIMULATED(ncclGetLocalPointer)
 NCCLSIM_NOT_SIMULATED(ncclGetPeerPointer)
 NCCLSIM_NOT_SIMULATED(ncclTeamRail)

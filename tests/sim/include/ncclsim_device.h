@@ -63,6 +63,13 @@ typedef struct ncclLsaBarrierHandle {
   int nBarriers;
 } ncclLsaBarrierHandle_t;
 
+/* A team's multicast memory (NVLS): NULL unless the device communicator
+ * asked for it (ncclDevCommRequirements.lsaMultimem, or a team's
+ * requirement), which the simulation, without NVLS, refuses. */
+typedef struct ncclMultimemHandle {
+  void *mcBasePtr;
+} ncclMultimemHandle_t;
+
 /* What a kernel receives by value: its head as NCCL 2.29.2 to 2.32 lay it
  * out (nccl_device/impl/comm__types.h; tools/nccl_facts reads lsaRank and
  * lsaSize there). `sim` is the simulation's state of this device
@@ -73,6 +80,7 @@ typedef struct ncclDevComm {
   unsigned int nRanks_rcp32;
   int lsaRank, lsaSize;
   unsigned int lsaSize_rcp32;
+  ncclMultimemHandle_t lsaMultimem;
   ncclLsaBarrierHandle_t lsaBarrier;
   void *sim;
 } ncclDevComm_t;
@@ -115,18 +123,31 @@ unsigned ncclsim_warp_ballot(unsigned mask, int predicate);
 /* __shared__ object `id` of the calling CTA; its dynamic shared memory. */
 void *ncclsim_shared_object(unsigned id, size_t bytes, size_t align);
 void *ncclsim_dynamic_shared(void);
-/* An LSA barrier session of the calling CTA on barrier `index` of devComm
- * (tests/sim/lsa.c): open returns the epoch it copies; arrive and wait
- * with the C++ memory order `order` (std::memory_order's value); close
- * writes the session's epoch back. */
-unsigned long long ncclsim_lsa_session_open(const ncclDevComm_t *devComm,
-                                            unsigned index);
-void ncclsim_lsa_arrive(const ncclDevComm_t *devComm, unsigned index,
-                        unsigned long long epoch, int order);
-void ncclsim_lsa_wait(const ncclDevComm_t *devComm, unsigned index,
-                      unsigned long long epoch, int order);
-void ncclsim_lsa_session_close(const ncclDevComm_t *devComm, unsigned index,
-                               unsigned long long epoch);
+/* An LSA barrier session of the calling GPU thread's CTA on barrier
+ * `index` of devComm, with the ranks of a team (tests/sim/lsa.c): each
+ * thread keeps its own, as each keeps its ncclLsaBarrierSession. open
+ * copies the barrier's epoch (multimem: the session asked for multicast;
+ * multicast: the handle it was given); arrive and wait with the C++
+ * memory order `order` (std::memory_order's value), wait adding 1 to the
+ * epoch; close writes the epoch back. */
+typedef struct ncclsim_lsa_session {
+  const ncclDevComm_t *comm;
+  unsigned index;
+  int team_size, team_rank, team_stride;
+  unsigned long long epoch;
+} ncclsim_lsa_session;
+void ncclsim_lsa_session_open(ncclsim_lsa_session *s,
+                              const ncclDevComm_t *devComm, unsigned index,
+                              int team_size, int team_rank, int team_stride,
+                              int multimem, const void *multicast);
+void ncclsim_lsa_arrive(ncclsim_lsa_session *s, int order);
+void ncclsim_lsa_wait(ncclsim_lsa_session *s, int order);
+void ncclsim_lsa_session_close(ncclsim_lsa_session *s);
+/* ncclGetLsaMultimemPointer and ncclGetMultimemPointer: multicast memory,
+ * which needs the device communicator's request (NULL handle: it made
+ * none); the simulation has none to give. */
+void *ncclsim_multimem_pointer(const char *call, const void *multicast,
+                               const char *requirement);
 /* ncclGetLsaPointer: where `peer`'s part of the window is, `offset` bytes
  * in, for the calling GPU thread. */
 void *ncclsim_lsa_pointer(ncclWindow_t window, size_t offset, int peer);
