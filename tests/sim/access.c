@@ -181,26 +181,33 @@ static void who(int rank, int lane, unsigned thread, uint32_t site,
              thread, line);
 }
 
-static _Noreturn void race(const region *rg, size_t word, int writes,
-                           int rank, int lane, unsigned thread,
-                           uint32_t site, int other_writes, int other_rank,
-                           int other_lane, unsigned other_thread,
-                           uint32_t other_site, uint32_t other_clock)
+/* Reports the race, and ends the run; or, where the other side has
+ * released nothing yet while its kernel runs, lets its verdict wait for
+ * that side (races.c) and returns. */
+static void race(const region *rg, size_t word, int writes,
+                 int rank, int lane, unsigned thread,
+                 uint32_t site, int other_writes, int other_rank,
+                 int other_lane, unsigned other_thread,
+                 uint32_t other_site, uint32_t other_clock)
 {
-  char me[256], them[256], place[320] = "a copy or memset";
+  char me[256], them[256], place[320] = "a copy or memset", head[1400];
   who(rank, lane, thread, site, me, sizeof me);
   who(other_rank, other_lane, other_thread, other_site, them, sizeof them);
   if (lane != HB_HOST)
     current_place(place, sizeof place);
+  snprintf(head, sizeof head,
+           "ncclsim: RULE VIOLATION [lsa-data-race] rank %d in %s: %s %s the"
+           " word at byte %zu of rank %d's window, which %s %s, and nothing"
+           " orders the two: ",
+           rank, place, me, writes ? "writes" : "reads", word * 4, rg->owner,
+           them, other_writes ? "wrote" : "read");
+  const int unit = hb_unit(rank, lane), other = hb_unit(other_rank, other_lane);
+  const char *missing = hb_missing(rg->domain, unit, other, other_clock);
+  if (races_defer(rg->domain, rg->comm->dir, unit, writes, other,
+                  other_writes, other_clock, head, missing))
+    return;
   fflush(stdout);
-  fprintf(stderr,
-          "ncclsim: RULE VIOLATION [lsa-data-race] rank %d in %s: %s %s the"
-          " word at byte %zu of rank %d's window, which %s %s, and nothing"
-          " orders the two: %s\n",
-          rank, place, me, writes ? "writes" : "reads", word * 4, rg->owner,
-          them, other_writes ? "wrote" : "read",
-          hb_missing(rg->domain, hb_unit(rank, lane),
-                     hb_unit(other_rank, other_lane), other_clock));
+  fprintf(stderr, "%s%s\n", head, missing);
   mark_abort(rg->comm->dir);
   _exit(SIM_EXIT_VIOLATION);
 }

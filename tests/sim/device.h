@@ -64,8 +64,10 @@ int cta_leader(void);
 #define HB_NONE HB_LANES
 #define HB_HOST (HB_LANES + 1)
 #define HB_PER_RANK (HB_LANES + 2)
-/* LSA barriers whose arrivals the clocks keep (past them: not simulated). */
+/* LSA barriers whose arrivals the clocks keep (past them: not simulated),
+ * and the arrivals of each barrier and rank whose publication is kept. */
 #define HB_BARRIERS (2 * HB_LANES)
+#define HB_RING 4
 typedef struct hb_domain hb_domain;
 int hb_unit(int rank, int lane);
 int hb_ranks(const hb_domain *d);
@@ -82,6 +84,28 @@ void hb_observe(hb_domain *d, int rank, int lane, unsigned index, int peer,
                 unsigned long long epoch);
 void hb_acquire(hb_domain *d, int rank, int lane);
 const char *hb_missing(hb_domain *d, int me, int unit, uint32_t clock);
+/* races.c reads these: the head of the file (HB_HEAD_BYTES, its), a
+ * unit's last release, rank's publication in ring slot `slot` of barrier
+ * `index` (with its epoch; NULL if none). */
+#define HB_HEAD_BYTES 8192
+void *hb_head(hb_domain *d);
+const uint32_t *hb_released(hb_domain *d, int unit);
+const uint32_t *hb_publication(hb_domain *d, unsigned index, int rank,
+                               int slot, unsigned long long *epoch);
+/* races.c: a kernel of rank starts or ends; a race whose other side (unit,
+ * of a running kernel) released nothing yet waits for its verdict (1;
+ * head: the report up to what is missing), given at that unit's next
+ * release (races_released) or its kernel's end (races_writer_done); the
+ * sync whose release covers an access, in words (NULL if none kept). */
+void races_kernel(hb_domain *d, int rank, int running);
+int races_defer(hb_domain *d, const char *dir, int me, int writes, int unit,
+                int other_writes, uint32_t clock, const char *head,
+                const char *missing);
+void races_released(hb_domain *d, int unit, unsigned index,
+                    unsigned long long epoch);
+void races_writer_done(hb_domain *d, int rank);
+const char *races_released_at(hb_domain *d, int unit, uint32_t clock,
+                              char *buf, size_t len);
 /* access.c: windows' shadows, and the host's copies into and out of them. */
 size_t hb_shadow_bytes(size_t window_bytes, int nranks);
 /* reach: the bytes from base to the end of the owner's allocation (a

@@ -31,7 +31,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define HB_RING 4 /* epochs of each lane and rank whose publication is kept */
 
 struct hb_domain {
   int nranks, units;
@@ -45,7 +44,7 @@ struct hb_domain {
 };
 enum { CUR, RELEASED, PENDING };
 
-#define HEADER_BYTES 4096
+#define HEADER_BYTES HB_HEAD_BYTES /* races.c's */
 
 int hb_unit(int rank, int lane) { return rank * HB_PER_RANK + lane; }
 
@@ -54,6 +53,19 @@ int hb_ranks(const hb_domain *d) { return d->nranks; }
 static uint32_t *hb_clock(hb_domain *d, int which, int unit)
 {
   return d->clocks[which] + (size_t)unit * (size_t)d->units;
+}
+
+/* What races.c reads: the file's head, a unit's last release, and rank's
+ * publication in ring slot `slot` of barrier `index` (NULL if none). */
+void *hb_head(hb_domain *d) { return (unsigned char *)d->clocks[CUR] - HEADER_BYTES; }
+const uint32_t *hb_released(hb_domain *d, int unit) { return hb_clock(d, RELEASED, unit); }
+const uint32_t *hb_publication(hb_domain *d, unsigned index, int rank,
+                               int slot, unsigned long long *epoch)
+{
+  const size_t at = ((size_t)index * (size_t)d->nranks + (size_t)rank) * HB_RING +
+                    (size_t)slot;
+  *epoch = __atomic_load_n(&d->pub_epoch[at], __ATOMIC_ACQUIRE);
+  return *epoch ? d->pub + at * (size_t)d->units : NULL;
 }
 
 /* The bytes of a domain of nranks, and, given its mapping, where each part
@@ -158,6 +170,7 @@ uint32_t hb_now(hb_domain *d, int unit)
 static void hb_kernel_start(hb_domain *d, int rank, int nlanes)
 {
   const int host = hb_unit(rank, HB_HOST);
+  races_kernel(d, rank, 1);
   hb_now(d, host);
   for (int l = 0; l <= nlanes; l++) {
     const int u = hb_unit(rank, l < nlanes ? l : HB_NONE);
@@ -173,6 +186,7 @@ static void hb_kernel_start(hb_domain *d, int rank, int nlanes)
 static void hb_kernel_end(hb_domain *d, int rank, int nlanes)
 {
   const int host = hb_unit(rank, HB_HOST);
+  races_writer_done(d, rank); /* a race waiting for its release: none came */
   for (int l = 0; l <= nlanes; l++) {
     const int u = hb_unit(rank, l < nlanes ? l : HB_NONE);
     join(hb_clock(d, CUR, u), hb_clock(d, PENDING, u), d->units);
@@ -197,6 +211,8 @@ void hb_arrive(hb_domain *d, int rank, int lane, unsigned index,
            d->vc_bytes);
     __atomic_store_n(&d->pub_epoch[slot], epoch, __ATOMIC_RELEASE);
   }
+  if (releases) /* a race waiting for this release: this side's is right */
+    races_released(d, u, index, epoch);
   next_segment(d, u);
 }
 
@@ -243,6 +259,18 @@ const char *hb_missing(hb_domain *d, int me, int unit, uint32_t clock)
   const int lanes_differ = me % HB_PER_RANK != unit % HB_PER_RANK &&
                            unit % HB_PER_RANK < HB_NONE &&
                            me % HB_PER_RANK < HB_NONE;
+  static _Thread_local char at[1024];
+  const char *where = races_released_at(d, unit, clock, at, 200);
+  if (where != NULL && !lanes_differ) { /* said with the sync that did */
+    snprintf(at + 200, sizeof at - 200,
+             "this side did not acquire it: it was released %s, but no"
+             " wait of this side with acquire observed that sync before this"
+             " access: a wait for an earlier sync orders only what was"
+             " released before it (one barrier too early?), and a barrier"
+             " synced with release or relaxed acquires nothing; wait with"
+             " acquire (or acq_rel) for that sync before this access", where);
+    return at + 200;
+  }
   for (int u = first; u < first + HB_PER_RANK; u++)
     if (hb_clock(d, RELEASED, u)[unit] >= clock)
       return lanes_differ

@@ -347,7 +347,8 @@ const char *lsa_team_note(int rank, int lane, int other_rank)
     return NULL;
   snprintf(note, sizeof note,
            "rank %d is outside the team of this CTA's LSA barrier session"
-           " (%d ranks, stride %d, this rank its rank %d): NCCL's arrive and"
+           " (%d rank(s) of the LSA team, stride %d, this rank its rank %d):"
+           " NCCL's arrive and"
            " wait reach only the team's peers (2.30.7"
            " nccl_device/impl/lsa_barrier__funcs.h), so that barrier orders"
            " nothing with rank %d; sync a barrier whose team holds rank %d"
