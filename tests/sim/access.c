@@ -134,7 +134,7 @@ static region *region_of(const void *p)
 
 /* "main.cu:63" for a place in the program (an offset in its executable),
  * or "" where the program has no line information for it. */
-static void line_of(uint32_t offset, char *buf, size_t len)
+void line_of(uint32_t offset, char *buf, size_t len)
 {
   buf[0] = '\0';
   char cmd[128], out[256] = "";
@@ -154,7 +154,7 @@ static void line_of(uint32_t offset, char *buf, size_t len)
   pclose(p);
 }
 
-static uint32_t exe_offset(const void *pc)
+uint32_t exe_offset(const void *pc)
 {
   Dl_info info;
   if (pc == NULL || dladdr(pc, &info) == 0 || info.dli_fbase == NULL)

@@ -106,6 +106,13 @@ void races_released(hb_domain *d, int unit, unsigned index,
 void races_writer_done(hb_domain *d, int rank);
 const char *races_released_at(hb_domain *d, int unit, uint32_t clock,
                               char *buf, size_t len);
+/* access.c: a place in the program (an offset in its executable, 0 if
+ * none), and its line in words: ", main.cu:63", or "" without one. */
+uint32_t exe_offset(const void *pc);
+void line_of(uint32_t offset, char *buf, size_t len);
+/* windows.c: where a window deregistered by this process was deregistered
+ * ("by rank 0 at main.cu:182"), or NULL if it was not. */
+const char *window_deregistered(const void *win, char *buf, size_t len);
 /* access.c: windows' shadows, and the host's copies into and out of them. */
 size_t hb_shadow_bytes(size_t window_bytes, int nranks);
 /* reach: the bytes from base to the end of the owner's allocation (a

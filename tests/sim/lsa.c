@@ -383,6 +383,16 @@ void *ncclsim_lsa_pointer(ncclWindow_t window, size_t offset, int peer)
     _exit(SIM_EXIT_VIOLATION);
   }
   const struct ncclWindow_vidmem *w = window;
+  char where[200];
+  if (w != NULL && w->magic == DEREGISTERED_MAGIC &&
+      window_deregistered(w, where, sizeof where) != NULL)
+    violation(w->comm, "lsa-pointer", current_place(place, sizeof place),
+              "the window was deregistered, %s, before this kernel used"
+              " it: NCCL deregisters at once, on a stream of its own, not"
+              " after the kernels queued before it (2.30.7"
+              " src/dev_runtime.cc, ncclCommWindowDeregister); synchronize"
+              " the kernel's stream before deregistering its windows",
+              where);
   if (w == NULL || w->magic != WINDOW_MAGIC || w->local_only || !w->peers)
     violation(NULL, "lsa-pointer", current_place(place, sizeof place),
               "%p is not a registered symmetric window", (void *)window);

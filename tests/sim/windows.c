@@ -55,6 +55,10 @@ typedef struct deferred_registration {
   int flags;
 } deferred_registration;
 
+/* Windows deregistered in this process (never freed: see
+ * ncclCommWindowDeregister), guarded by `lock`. */
+static struct ncclWindow_vidmem *deregistered;
+
 static _Thread_local int group_depth;
 static _Thread_local deferred_registration *deferred;
 
@@ -231,10 +235,14 @@ ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win)
   const struct ncclWindow_vidmem *w = windows;
   while (w != NULL && w != win)
     w = w->next;
+  char where[200];
+  if (w == NULL && window_deregistered(win, where, sizeof where) != NULL)
+    violation(comm, "window-owner", "ncclCommWindowDeregister",
+              "the window was deregistered already, %s", where);
   if (w == NULL) /* win may be freed memory or garbage: do not read it */
     violation(comm, "window-owner", "ncclCommWindowDeregister",
-              "%p is not a registered window (deregistered twice, or a"
-              " handle that ncclCommWindowRegister never wrote?)",
+              "%p is not a registered window (a handle that"
+              " ncclCommWindowRegister never wrote?)",
               (void *)win);
   if (win->comm != comm)
     violation(comm, "window-owner", "ncclCommWindowDeregister",
@@ -248,8 +256,31 @@ ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win)
   pthread_mutex_unlock(&lock);
   (void)found; /* it is there: found above */
   lsa_unmap_peers(win);
-  free(win);
+  /* Kept, not freed, so that a kernel or a call that uses it later is
+   * told where it was deregistered (and no new window takes its address). */
+  win->magic = DEREGISTERED_MAGIC;
+  win->deregistered_at = exe_offset(__builtin_return_address(0));
+  pthread_mutex_lock(&lock);
+  win->next = deregistered;
+  deregistered = win;
+  pthread_mutex_unlock(&lock);
   return ncclSuccess;
+}
+
+const char *window_deregistered(const void *win, char *buf, size_t len)
+{
+  pthread_mutex_lock(&lock);
+  const struct ncclWindow_vidmem *w = deregistered;
+  while (w != NULL && w != win)
+    w = w->next;
+  pthread_mutex_unlock(&lock);
+  if (w == NULL)
+    return NULL;
+  char line[160];
+  line_of(w->deregistered_at, line, sizeof line);
+  snprintf(buf, len, "by rank %d's ncclCommWindowDeregister%s%s",
+           w->comm->rank, line[0] ? " at " : "", line[0] ? line + 2 : "");
+  return buf;
 }
 
 /* ncclCommRegister, NCCL's ordinary local registration (only
