@@ -56,6 +56,7 @@ size_t hb_shadow_bytes(size_t window_bytes, int nranks)
 typedef struct region {
   const unsigned char *base;
   size_t bytes, words, reach; /* reach: to the end of its allocation */
+  size_t mapped; /* to the end of its mapping (whole pages), >= reach */
   uint64_t *writes;
   uint32_t *sites;  /* the last write's place in the program (exe offset) */
   uint32_t *reads;  /* [rank][word] */
@@ -73,7 +74,7 @@ static int nregions; /* published with release; slots are never reused
                         its host after its kernels) */
 
 void hb_region_add(const void *window, const void *base, size_t bytes,
-                   size_t reach, void *shadow, int owner,
+                   size_t reach, size_t mapped, void *shadow, int owner,
                    const struct ncclComm *comm)
 {
   pthread_mutex_lock(&regions_lock);
@@ -86,6 +87,7 @@ void hb_region_add(const void *window, const void *base, size_t bytes,
   const size_t words = (bytes + 3) / 4;
   regions[i] = (region){.base = base, .bytes = bytes, .words = words,
                         .reach = reach > bytes ? reach : bytes,
+                        .mapped = mapped > reach ? mapped : reach,
                         .writes = shadow,
                         .sites = (uint32_t *)((uint64_t *)shadow + words),
                         .reads = (uint32_t *)((uint64_t *)shadow + words) + words,
@@ -105,14 +107,14 @@ void hb_region_remove(const void *window)
   pthread_mutex_unlock(&regions_lock);
 }
 
-/* A window whose owner's allocation holds p past the window's end. */
+/* A window whose owner's mapping holds p past the window's end. */
 static const region *past_window(const void *p)
 {
   const unsigned char *b = p;
   const int n = __atomic_load_n(&nregions, __ATOMIC_ACQUIRE);
   for (int i = 0; i < n; i++) {
     const region *r = &regions[i];
-    if (r->base != NULL && b >= r->base + r->bytes && b < r->base + r->reach)
+    if (r->base != NULL && b >= r->base + r->bytes && b < r->base + r->mapped)
       return r;
   }
   return NULL;
@@ -216,31 +218,47 @@ static void race(const region *rg, size_t word, int writes,
 
 enum { READ = HB_READ, WRITE = HB_WRITE, ATOMIC = 2 };
 
+/* An access of a kernel that runs past the end of a window (wherever it
+ * starts): NCCL maps a peer's window with its registered size, nothing
+ * after it. A rank's own buffer past its window but inside its allocation
+ * is exempt: its own pointers reach it as well. */
+static void check_bounds(const region *rg, const void *p, size_t bytes,
+                         int how, int rank, int lane, unsigned thread,
+                         uint32_t site)
+{
+  const size_t at = (size_t)((const unsigned char *)p - rg->base);
+  if (lane == HB_HOST || at + bytes <= rg->bytes ||
+      (rg->owner == rank && at + bytes <= rg->reach))
+    return;
+  char me[256], place[320], what[64];
+  who(rank, lane, thread, site, me, sizeof me);
+  if (bytes > 1)
+    snprintf(what, sizeof what, "bytes %zu to %zu", at, at + bytes - 1);
+  else
+    snprintf(what, sizeof what, "byte %zu", at);
+  fflush(stdout);
+  fprintf(stderr,
+          "ncclsim: RULE VIOLATION [memory-access] rank %d in %s: %s %s %s"
+          " of rank %d's buffer, past the end of its %zu-byte window%s: NCCL"
+          " maps a peer's window, the size it was registered with, and"
+          " nothing after it\n",
+          rank, current_place(place, sizeof place), me,
+          how & WRITE ? "writes" : "reads", what, rg->owner, rg->bytes,
+          at + bytes > rg->reach ? " (and of its allocation)" : "");
+  mark_abort(rg->comm->dir);
+  _exit(SIM_EXIT_VIOLATION);
+}
+
 /* One access by (rank, lane, thread) of `bytes` at p; site: its place. */
 static void check(const void *p, size_t bytes, int how, int rank, int lane,
                   unsigned thread, uint32_t site)
 {
   region *rg = region_of(p);
-  if (rg == NULL) {
-    const region *past = past_window(p);
-    if (past != NULL && past->owner != rank) {
-      char me[256], place[320];
-      who(rank, lane, thread, site, me, sizeof me);
-      fflush(stdout);
-      fprintf(stderr,
-              "ncclsim: RULE VIOLATION [memory-access] rank %d in %s: %s %s"
-              " byte %zu of rank %d's buffer, past the end of its %zu-byte"
-              " window: NCCL maps a peer's window, the size it was"
-              " registered with, and nothing after it\n",
-              rank, current_place(place, sizeof place), me,
-              how & WRITE ? "writes" : "reads",
-              (size_t)((const unsigned char *)p - past->base), past->owner,
-              past->bytes);
-      mark_abort(past->comm->dir);
-      _exit(SIM_EXIT_VIOLATION);
-    }
+  const region *past = rg != NULL ? rg : past_window(p);
+  if (past != NULL)
+    check_bounds(past, p, bytes, how, rank, lane, thread, site);
+  if (rg == NULL)
     return;
-  }
   hb_domain *d = rg->domain;
   const int me = hb_unit(rank, lane);
   const uint32_t *seen = hb_seen(d, me);

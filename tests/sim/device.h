@@ -115,11 +115,12 @@ void line_of(uint32_t offset, char *buf, size_t len);
 const char *window_deregistered(const void *win, char *buf, size_t len);
 /* access.c: windows' shadows, and the host's copies into and out of them. */
 size_t hb_shadow_bytes(size_t window_bytes, int nranks);
-/* reach: the bytes from base to the end of the owner's allocation (a
- * kernel of another rank that touches them past the window's `bytes`
- * breaks the rule memory-access: NCCL maps peers the registered size). */
+/* reach: the bytes from base to the end of the owner's allocation, mapped:
+ * to the end of its mapping (whole pages): a kernel that touches a byte
+ * past the window's `bytes` there breaks the rule memory-access (NCCL maps
+ * peers the registered size), but for the owner inside its allocation. */
 void hb_region_add(const void *window, const void *base, size_t bytes,
-                   size_t reach, void *shadow, int owner,
+                   size_t reach, size_t mapped, void *shadow, int owner,
                    const struct ncclComm *comm);
 void hb_region_remove(const void *window);
 void hb_host_access(const void *p, size_t bytes, int writes);

@@ -439,6 +439,13 @@ void lsa_describe(const struct ncclComm *comm, const void *buff,
     sim_failure("ncclCommWindowRegister", "cannot make a window's shadow");
 }
 
+/* The bytes from a window's start to the end of its mapping (whole pages;
+ * 0 where it is no ncclMemAlloc memory). */
+static size_t window_mapped(const lsa_share *s)
+{
+  return s->fd >= 0 && s->mapped > s->offset ? s->mapped - s->offset : 0;
+}
+
 void lsa_map_peers(struct ncclWindow_vidmem *w, const lsa_share *all)
 {
   const int n = w->comm->nranks;
@@ -460,7 +467,8 @@ void lsa_map_peers(struct ncclWindow_vidmem *w, const lsa_share *all)
         w->shadows[r] = shadow;
         w->shadow_bytes[r] = s->shadow_bytes;
         w->shadow_fd = s->shadow_fd;
-        hb_region_add(w, w->peers[r], w->size, s->reach, shadow, r, w->comm);
+        hb_region_add(w, w->peers[r], w->size, s->reach, window_mapped(s),
+                      shadow, r, w->comm);
       }
       continue;
     }
@@ -477,7 +485,8 @@ void lsa_map_peers(struct ncclWindow_vidmem *w, const lsa_share *all)
     w->peer_offset[r] = s->offset;
     w->shadows[r] = shadow;
     w->shadow_bytes[r] = s->shadow_bytes;
-    hb_region_add(w, w->peers[r], w->size, s->reach, shadow, r, w->comm);
+    hb_region_add(w, w->peers[r], w->size, s->reach, window_mapped(s),
+                  shadow, r, w->comm);
   }
 }
 
