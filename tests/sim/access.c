@@ -27,23 +27,26 @@
 
 /* ------------------------------------------------------- the shadows */
 
-/* A write stamp: clock (32 bits), unit lane (9), rank (8), thread (10),
- * atomic (1), set (1). A read stamp: clock (23 bits), lane (9). */
-#define W_SET (1ull << 60)
-#define W_ATOMIC (1ull << 59)
+/* A write stamp: clock (32 bits), unit lane (11: HB_HOST fits), rank (8),
+ * thread (10), atomic (1), set (1). A read stamp: clock (21 bits), lane
+ * (11). */
+_Static_assert(HB_HOST < 2048, "a lane fits in 11 bits");
+#define W_SET (1ull << 62)
+#define W_ATOMIC (1ull << 61)
 static uint64_t write_stamp(uint32_t clock, int lane, int rank, unsigned t,
                             int atomic)
 {
-  return W_SET | (atomic ? W_ATOMIC : 0) | (uint64_t)(t & 1023) << 49 |
-         (uint64_t)(rank & 255) << 41 | (uint64_t)(lane & 511) << 32 | clock;
+  return W_SET | (atomic ? W_ATOMIC : 0) | (uint64_t)(t & 1023) << 51 |
+         (uint64_t)(rank & 255) << 43 | (uint64_t)(lane & 2047) << 32 | clock;
 }
 #define W_CLOCK(s) ((uint32_t)(s))
-#define W_LANE(s) ((int)((s) >> 32 & 511))
-#define W_RANK(s) ((int)((s) >> 41 & 255))
-#define W_THREAD(s) ((unsigned)((s) >> 49 & 1023))
-#define R_STAMP(lane, clock) ((uint32_t)(lane) << 23 | ((clock) & 0x7fffff))
-#define R_CLOCK(s) ((s) & 0x7fffff)
-#define R_LANE(s) ((int)((s) >> 23))
+#define W_LANE(s) ((int)((s) >> 32 & 2047))
+#define W_RANK(s) ((int)((s) >> 43 & 255))
+#define W_THREAD(s) ((unsigned)((s) >> 51 & 1023))
+#define R_MASK 0x1fffffu
+#define R_STAMP(lane, clock) ((uint32_t)(lane) << 21 | ((clock) & R_MASK))
+#define R_CLOCK(s) ((s) & R_MASK)
+#define R_LANE(s) ((int)((s) >> 21))
 
 size_t hb_shadow_bytes(size_t window_bytes, int nranks)
 {
@@ -279,7 +282,7 @@ static void check(const void *p, size_t bytes, int how, int rank, int lane,
         const uint32_t r = __atomic_load_n(&rg->reads[(size_t)q * rg->words + w],
                                            __ATOMIC_ACQUIRE);
         if (q != rank && r != 0 &&
-            R_CLOCK(r) > (seen[hb_unit(q, R_LANE(r))] & 0x7fffff))
+            R_CLOCK(r) > (seen[hb_unit(q, R_LANE(r))] & R_MASK))
           race(rg, w, writes, rank, lane, thread, site, 0, q, R_LANE(r), 0,
                0, R_CLOCK(r));
       }

@@ -4,8 +4,8 @@
  * (LSA barriers, ncclGetLsaPointer, the rules) and the windows' mappings
  * across processes. Settings: SIM_SEED=S the schedule of every kernel's
  * threads (default: drawn per launch, and named in every rule message);
- * SIM_CTA_SLOTS=N resident CTAs per kernel (default 132, an H100's or
- * H200's SMs); SIM_LSA_TEAM_SIZE=K LSA teams of K ranks (default: all);
+ * SIM_CTA_SLOTS=N resident CTAs per kernel (default: as many as an H100's
+ * or H200's SMs keep, kernels.c); SIM_LSA_TEAM_SIZE=K LSA teams of K ranks (default: all);
  * SIM_STEP_US=U every step of a GPU thread U microseconds longer (slept a
  * millisecond at a time; a slow,
  * loaded machine: no wait for a peer may then time out while the team
@@ -50,6 +50,9 @@ int current_kernel_rank(void); /* -1 outside a kernel */
 /* Where the calling GPU thread is, for messages: "kernel K (CTA c,
  * thread t; schedule seed ...)". */
 const char *current_place(char *buf, size_t len);
+/* How many CTAs of `threads` threads a GPU keeps resident (kernels.c):
+ * SIM_CTA_SLOTS, else as an H100's or H200's SMs do (SIM_SMS of them). */
+long resident_ctas(unsigned threads);
 /* In a kernel's GPU thread: every thread of its CTA (fibers.c). */
 void cta_sync(void);
 /* In a kernel's GPU thread waiting for its peers: let the others run. */
@@ -58,9 +61,11 @@ void spin_yield(void);
 int cta_leader(void);
 
 /* ------------------------------------------- happens-before (hb.c) */
-/* Lanes: a unit per CTA of a kernel up to HB_LANES, one for the CTAs past
- * them, one for the rank's host (its copies and stream work). */
-#define HB_LANES 160
+/* Lanes: a unit per CTA of a kernel up to HB_LANES (a grid sized to an
+ * H100 or H200, 132 SMs times up to 7 CTAs each, has fewer; a launch of
+ * more is not simulated: kernels.c), one (HB_NONE) that no CTA uses since,
+ * one for the rank's host (its copies and stream work). */
+#define HB_LANES 1024
 #define HB_NONE HB_LANES
 #define HB_HOST (HB_LANES + 1)
 #define HB_PER_RANK (HB_LANES + 2)

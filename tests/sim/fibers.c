@@ -5,9 +5,9 @@
  * ucontext of its own stack) of the thread that waits for the stream.
  *
  * As a GPU does, and at its least convenient:
- *  - CTAs are admitted in a random order into SIM_CTA_SLOTS resident slots
- *    (default 132, one per SM of an H100 or H200); the rest wait for a
- *    resident CTA to end;
+ *  - CTAs are admitted in a random order into resident slots (as many as
+ *    an H100's or H200's SMs keep, or SIM_CTA_SLOTS: kernels.c); the rest
+ *    wait for a resident CTA to end;
  *  - the next thread to run is drawn at random among those that can run,
  *    from a seed: SIM_SEED, else one drawn per launch; every message of a
  *    broken rule names it, so that SIM_SEED=S repeats the schedule;
@@ -169,7 +169,7 @@ static __attribute__((noinline)) fiber *new_fiber(grid_run *g, cta *c,
 
 static void admit(grid_run *g, lockstep *ls)
 {
-  const long slots = env_long("SIM_CTA_SLOTS", 132);
+  const long slots = resident_ctas(g->nthreads);
   while (g->npending > 0 && g->resident < (unsigned)(slots > 0 ? slots : 1)) {
     unsigned i = draw(g, g->npending);
     cta *c = &g->ctas[g->pending[i]];
@@ -280,7 +280,7 @@ void run_kernel(struct sim_kernel *k, uint32_t correlation)
                            : (unsigned long long)now.tv_nsec ^ (unsigned long long)k->rank << 20;
   }
   g.rng = g.seed * 2654435761u + (unsigned long long)k->rank + 1;
-  const long slots = env_long("SIM_CTA_SLOTS", 132);
+  const long slots = resident_ctas(g.nthreads);
   const size_t most = (size_t)(slots > 0 ? slots : 1) * g.nthreads;
   g.ctas = calloc(g.nctas, sizeof *g.ctas);
   g.pending = calloc(g.nctas, sizeof *g.pending);

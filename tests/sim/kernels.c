@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct CUlib_st {
   int loaded;
@@ -121,6 +122,18 @@ static _Thread_local cudaError_t launch_error = cudaSuccess;
 
 static unsigned volume(dim3 d) { return d.x * d.y * d.z; }
 
+/* An SM of compute capability 9.0 (H100, H200) keeps up to 32 CTAs and
+ * 2048 threads (CUDA C++ Programming Guide, "Compute Capabilities"; what
+ * registers and shared memory allow is not simulated). */
+long resident_ctas(unsigned threads)
+{
+  const long set = env_long("SIM_CTA_SLOTS", 0);
+  if (set > 0)
+    return set;
+  const long per_sm = 2048 / (long)(threads > 0 ? threads : 1);
+  return env_long("SIM_SMS", 132) * (per_sm < 32 ? (per_sm > 0 ? per_sm : 1) : 32);
+}
+
 
 struct sim_kernel *copy_kernel(const struct sim_kernel *k)
 {
@@ -168,6 +181,12 @@ cudaError_t ncclsim_launch(const char *name, dim3 grid, dim3 block,
       volume(grid) == 0 || grid.y > 65535 || grid.z > 65535) {
     release(args);
     return launch_error = cudaErrorInvalidConfiguration;
+  }
+  if (volume(grid) > HB_LANES) { /* the happens-before clocks' lanes */
+    fprintf(stderr, "ncclsim: not simulated here: %s: a grid of %u CTAs,"
+                    " over the %d the simulation's clocks keep apart"
+                    " (tests/README.md)\n", name, volume(grid), HB_LANES);
+    _exit(SIM_EXIT_VIOLATION);
   }
   if (shared_bytes > 48 * 1024) { /* more needs cudaFuncSetAttribute */
     fprintf(stderr, "ncclsim: %s: %zu bytes of dynamic shared memory, over"
