@@ -195,6 +195,10 @@ static void race(const region *rg, size_t word, int writes,
                  int other_lane, unsigned other_thread,
                  uint32_t other_site, uint32_t other_clock)
 {
+  const int unit = hb_unit(rank, lane), other = hb_unit(other_rank, other_lane);
+  const int deferred = races_deferred(rg->domain, unit, other, other_clock);
+  if (deferred == 2)
+    return; /* another race's verdict waits: it ends the run */
   char me[256], them[256], place[320] = "a copy or memset", head[1400];
   who(rank, lane, thread, site, me, sizeof me);
   who(other_rank, other_lane, other_thread, other_site, them, sizeof them);
@@ -206,10 +210,9 @@ static void race(const region *rg, size_t word, int writes,
            " orders the two: ",
            rank, place, me, writes ? "writes" : "reads", word * 4, rg->owner,
            them, other_writes ? "wrote" : "read");
-  const int unit = hb_unit(rank, lane), other = hb_unit(other_rank, other_lane);
   const char *missing = hb_missing(rg->domain, unit, other, other_clock);
-  if (races_defer(rg->domain, rg->comm->dir, unit, writes, other,
-                  other_writes, other_clock, head, missing))
+  if (deferred && races_defer(rg->domain, rg->comm->dir, unit, writes, other,
+                              other_writes, other_clock, head, missing))
     return;
   fflush(stdout);
   fprintf(stderr, "%s%s\n", head, missing);

@@ -91,18 +91,24 @@ void hb_acquire(hb_domain *d, int rank, int lane);
 const char *hb_missing(hb_domain *d, int me, int unit, uint32_t clock);
 /* races.c reads these: the head of the file (HB_HEAD_BYTES, its), a
  * unit's last release, rank's publication in ring slot `slot` of barrier
- * `index` (with its epoch; NULL if none). */
+ * `index` (with its epoch, and the segment of the arrive that made it: an
+ * access of its unit at a clock up to that came before it; NULL if none). */
 #define HB_HEAD_BYTES 8192
 void *hb_head(hb_domain *d);
 const uint32_t *hb_released(hb_domain *d, int unit);
 const uint32_t *hb_publication(hb_domain *d, unsigned index, int rank,
-                               int slot, unsigned long long *epoch);
+                               int slot, unsigned long long *epoch,
+                               uint32_t *segment);
 /* races.c: a kernel of rank starts or ends; a race whose other side (unit,
  * of a running kernel) released nothing yet waits for its verdict (1;
  * head: the report up to what is missing), given at that unit's next
- * release (races_released) or its kernel's end (races_writer_done); the
- * sync whose release covers an access, in words (NULL if none kept). */
+ * release (races_released) or its kernel's end (races_writer_done); what
+ * is missing, in words, for an access whose release came at a later sync
+ * (NULL if none is kept). */
 void races_kernel(hb_domain *d, int rank, int running);
+/* 0: report the race of `me` with `unit`'s access at `clock` now; 1: its
+ * verdict waits (races_defer it); 2: another race waits already (let it). */
+int races_deferred(hb_domain *d, int me, int unit, uint32_t clock);
 int races_defer(hb_domain *d, const char *dir, int me, int writes, int unit,
                 int other_writes, uint32_t clock, const char *head,
                 const char *missing);

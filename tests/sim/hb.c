@@ -60,11 +60,13 @@ static uint32_t *hb_clock(hb_domain *d, int which, int unit)
 void *hb_head(hb_domain *d) { return (unsigned char *)d->clocks[CUR] - HEADER_BYTES; }
 const uint32_t *hb_released(hb_domain *d, int unit) { return hb_clock(d, RELEASED, unit); }
 const uint32_t *hb_publication(hb_domain *d, unsigned index, int rank,
-                               int slot, unsigned long long *epoch)
+                               int slot, unsigned long long *epoch,
+                               uint32_t *segment)
 {
   const size_t at = ((size_t)index * (size_t)d->nranks + (size_t)rank) * HB_RING +
                     (size_t)slot;
-  *epoch = __atomic_load_n(&d->pub_epoch[at], __ATOMIC_ACQUIRE);
+  const unsigned long long kept = __atomic_load_n(&d->pub_epoch[at], __ATOMIC_ACQUIRE);
+  *epoch = kept & 0xffffffffu, *segment = (uint32_t)(kept >> 32);
   return *epoch ? d->pub + at * (size_t)d->units : NULL;
 }
 
@@ -209,7 +211,9 @@ void hb_arrive(hb_domain *d, int rank, int lane, unsigned index,
         epoch % HB_RING;
     memcpy(d->pub + slot * (size_t)d->units, hb_clock(d, RELEASED, u),
            d->vc_bytes);
-    __atomic_store_n(&d->pub_epoch[slot], epoch, __ATOMIC_RELEASE);
+    __atomic_store_n(&d->pub_epoch[slot], /* with the arrive's segment */
+                     epoch | (unsigned long long)hb_clock(d, CUR, u)[u] << 32,
+                     __ATOMIC_RELEASE);
   }
   if (releases) /* a race waiting for this release: this side's is right */
     races_released(d, u, index, epoch);
@@ -226,7 +230,8 @@ void hb_observe(hb_domain *d, int rank, int lane, unsigned index, int peer,
   const size_t slot =
       ((size_t)index * (size_t)d->nranks + (size_t)peer) * HB_RING +
       epoch % HB_RING;
-  if (__atomic_load_n(&d->pub_epoch[slot], __ATOMIC_ACQUIRE) != epoch)
+  if ((__atomic_load_n(&d->pub_epoch[slot], __ATOMIC_ACQUIRE) & 0xffffffffu) !=
+      (epoch & 0xffffffffu))
     return; /* overwritten since: nothing is known of it (never kinder) */
   join(hb_clock(d, PENDING, hb_unit(rank, lane)),
        d->pub + slot * (size_t)d->units, d->units);
@@ -259,18 +264,9 @@ const char *hb_missing(hb_domain *d, int me, int unit, uint32_t clock)
   const int lanes_differ = me % HB_PER_RANK != unit % HB_PER_RANK &&
                            unit % HB_PER_RANK < HB_NONE &&
                            me % HB_PER_RANK < HB_NONE;
-  static _Thread_local char at[1024];
-  const char *where = races_released_at(d, unit, clock, at, 200);
-  if (where != NULL && !lanes_differ) { /* said with the sync that did */
-    snprintf(at + 200, sizeof at - 200,
-             "this side did not acquire it: it was released %s, but no"
-             " wait of this side with acquire observed that sync before this"
-             " access: a wait for an earlier sync orders only what was"
-             " released before it (one barrier too early?), and a barrier"
-             " synced with release or relaxed acquires nothing; wait with"
-             " acquire (or acq_rel) for that sync before this access", where);
-    return at + 200;
-  }
+  static _Thread_local char said[1024]; /* with the syncs that did */
+  if (!lanes_differ && races_released_at(d, unit, clock, said, sizeof said))
+    return said;
   for (int u = first; u < first + HB_PER_RANK; u++)
     if (hb_clock(d, RELEASED, u)[unit] >= clock)
       return lanes_differ

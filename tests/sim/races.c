@@ -55,15 +55,21 @@ static int released(hb_domain *d, int unit, uint32_t clock)
   return 0;
 }
 
-int races_defer(hb_domain *d, const char *dir, int me, int writes, int unit,
-                int other_writes, uint32_t clock, const char *head,
-                const char *missing)
+int races_deferred(hb_domain *d, int me, int unit, uint32_t clock)
 {
   const int rank = unit / HB_PER_RANK;
   waiting_race *w = waiting(d);
   if (unit % HB_PER_RANK >= HB_NONE || rank == me / HB_PER_RANK ||
       rank >= MAX_RUNNING || !w->running[rank] || released(d, unit, clock))
     return 0;
+  return atomic_load(&w->state) != 0 ? 2 : 1;
+}
+
+int races_defer(hb_domain *d, const char *dir, int me, int writes, int unit,
+                int other_writes, uint32_t clock, const char *head,
+                const char *missing)
+{
+  waiting_race *w = waiting(d);
   int none = 0;
   if (!atomic_compare_exchange_strong(&w->state, &none, 1))
     return 1; /* one waits already: it ends the run */
@@ -84,6 +90,50 @@ static _Noreturn void report(waiting_race *w, const char *missing)
   _exit(SIM_EXIT_VIOLATION);
 }
 
+/* The earliest sync of `unit`'s rank whose published release covers the
+ * access at `clock` (0 if none is kept), its barrier, and the segment of
+ * that rank's arrive on the same barrier just before it (0 if unknown). */
+static unsigned long long released_at(hb_domain *d, int unit, uint32_t clock,
+                                      unsigned *index, uint32_t *before)
+{
+  unsigned long long best = 0;
+  for (unsigned i = 0; i < HB_BARRIERS; i++)
+    for (int slot = 0; slot < HB_RING; slot++) {
+      unsigned long long epoch;
+      uint32_t segment;
+      const uint32_t *pub = hb_publication(d, i, unit / HB_PER_RANK, slot,
+                                           &epoch, &segment);
+      if (pub != NULL && pub[unit] >= clock && (best == 0 || epoch < best))
+        best = epoch, *index = i;
+    }
+  *before = 0;
+  for (int slot = 0; best > 1 && slot < HB_RING; slot++) {
+    unsigned long long epoch;
+    uint32_t segment;
+    if (hb_publication(d, *index, unit / HB_PER_RANK, slot, &epoch,
+                       &segment) != NULL && epoch == best - 1)
+      *before = segment;
+  }
+  return best;
+}
+
+/* The other side's fix, if its sync before the releasing one came after
+ * the access but released nothing; NULL if that sync came before it. */
+static const char *writer_side(int rank, uint32_t clock, unsigned index,
+                               unsigned long long epoch, uint32_t before,
+                               char *buf, size_t len)
+{
+  if (before < clock)
+    return NULL;
+  snprintf(buf, len,
+           "the other side released nothing after it until its sync #%llu"
+           " of LSA barrier %u: rank %d's sync #%llu, after that access,"
+           " released nothing (synced with cuda::memory_order_acquire or"
+           " relaxed: NCCL's releaseOrderOf(acquire) is relaxed); sync that"
+           " one with release or acq_rel", epoch, index, rank, epoch - 1);
+  return buf;
+}
+
 void races_released(hb_domain *d, int unit, unsigned index,
                     unsigned long long epoch)
 {
@@ -91,7 +141,14 @@ void races_released(hb_domain *d, int unit, unsigned index,
   if (atomic_load(&w->state) != 2 || w->unit != unit ||
       hb_released(d, unit)[unit] < w->clock)
     return;
+  const int rank = unit / HB_PER_RANK;
   char why[1024], sync[128];
+  unsigned at;
+  uint32_t before = 0;
+  if (released_at(d, unit, w->clock, &at, &before) != epoch || at != index)
+    before = 0; /* (not kept: said as this side's) */
+  if (writer_side(rank, w->clock, index, epoch, before, why, sizeof why))
+    report(w, why);
   snprintf(sync, sizeof sync, "its sync #%llu of LSA barrier %u", epoch,
            index);
   if (!w->writes) /* this side read what the other wrote: this side's fix */
@@ -99,8 +156,7 @@ void races_released(hb_domain *d, int unit, unsigned index,
              "this side did not acquire it: rank %d released that write"
              " only later, at %s, after this read: this side read it one"
              " barrier too early (the writer is right); read it only after"
-             " this side's wait (with acquire) for that sync",
-             unit / HB_PER_RANK, sync);
+             " this side's wait (with acquire) for that sync", rank, sync);
   else
     snprintf(why, sizeof why,
              "this side did not acquire it: rank %d released that %s only"
@@ -108,8 +164,8 @@ void races_released(hb_domain *d, int unit, unsigned index,
              " apart the wrong way; write only after this side's wait (with"
              " acquire) for that sync, or let rank %d %s it before a sync"
              " that this side waits for",
-             unit / HB_PER_RANK, w->other_writes ? "write" : "read", sync,
-             unit / HB_PER_RANK, w->other_writes ? "write" : "read");
+             rank, w->other_writes ? "write" : "read", sync, rank,
+             w->other_writes ? "write" : "read");
   report(w, why);
 }
 
@@ -124,20 +180,29 @@ void races_writer_done(hb_domain *d, int rank)
 const char *races_released_at(hb_domain *d, int unit, uint32_t clock,
                               char *buf, size_t len)
 {
-  unsigned long long best = 0;
   unsigned index = 0;
-  for (unsigned i = 0; i < HB_BARRIERS; i++) {
-    unsigned long long epoch;
-    for (int slot = 0; slot < HB_RING; slot++) {
-      const uint32_t *pub = hb_publication(d, i, unit / HB_PER_RANK, slot,
-                                           &epoch);
-      if (pub != NULL && pub[unit] >= clock && (best == 0 || epoch < best))
-        best = epoch, index = i;
-    }
-  }
-  if (best == 0)
+  uint32_t before;
+  const unsigned long long epoch = released_at(d, unit, clock, &index, &before);
+  if (epoch == 0)
     return NULL;
-  snprintf(buf, len, "by rank %d at its sync #%llu of LSA barrier %u",
-           unit / HB_PER_RANK, best, index);
+  if (writer_side(unit / HB_PER_RANK, clock, index, epoch, before, buf, len))
+    return buf;
+  if (before != 0) /* the access came after the sync before it */
+    snprintf(buf, len,
+             "this side did not acquire it: it was released by rank %d at"
+             " its sync #%llu of LSA barrier %u, made after its sync #%llu,"
+             " and no wait of this side with acquire observed sync #%llu"
+             " before this access: a wait for sync #%llu is one barrier too"
+             " early; wait with acquire (or acq_rel) for sync #%llu before"
+             " this access", unit / HB_PER_RANK, epoch, index, epoch - 1,
+             epoch, epoch - 1, epoch);
+  else
+    snprintf(buf, len,
+             "this side did not acquire it: it was released by rank %d at"
+             " its sync #%llu of LSA barrier %u, but no wait of this side"
+             " with acquire observed that sync before this access (a"
+             " barrier synced with release or relaxed acquires nothing);"
+             " wait with acquire (or acq_rel) for that sync before this"
+             " access", unit / HB_PER_RANK, epoch, index);
   return buf;
 }
