@@ -6,8 +6,9 @@
  *    waited only for an earlier sync is told it came one barrier early;
  *  - a race whose other side had released nothing yet, while its kernel
  *    still runs: the verdict waits. If that kernel releases the access
- *    later, the fix is this side's (it came one barrier too early: wait
- *    for that sync), and the report says so when the release comes; if
+ *    later, this side came one barrier too early (unless the sync before
+ *    it came after the access and released nothing: that is the other
+ *    side's fix), and the report says so when the release comes; if
  *    the kernel ends first, the fix is the other side's (a barrier with
  *    release after its access), said when it ends. Both come in the other
  *    side's turn of the lockstep (lockstep.c), so SIM_SEED repeats them.
@@ -155,8 +156,9 @@ void races_released(hb_domain *d, int unit, unsigned index,
     snprintf(why, sizeof why,
              "this side did not acquire it: rank %d released that write"
              " only later, at %s, after this read: this side read it one"
-             " barrier too early (the writer is right); read it only after"
-             " this side's wait (with acquire) for that sync", rank, sync);
+             " barrier too early (or rank %d wrote it one barrier too late);"
+             " read it only after this side's wait (with acquire) for that"
+             " sync", rank, sync, rank);
   else
     snprintf(why, sizeof why,
              "this side did not acquire it: rank %d released that %s only"
@@ -189,13 +191,13 @@ const char *races_released_at(hb_domain *d, int unit, uint32_t clock,
     return buf;
   if (before != 0) /* the access came after the sync before it */
     snprintf(buf, len,
-             "this side did not acquire it: it was released by rank %d at"
-             " its sync #%llu of LSA barrier %u, made after its sync #%llu,"
-             " and no wait of this side with acquire observed sync #%llu"
-             " before this access: a wait for sync #%llu is one barrier too"
-             " early; wait with acquire (or acq_rel) for sync #%llu before"
-             " this access", unit / HB_PER_RANK, epoch, index, epoch - 1,
-             epoch, epoch - 1, epoch);
+             "this side did not acquire it: rank %d made that access after"
+             " its sync #%llu of LSA barrier %u and released it only at its"
+             " sync #%llu, and no wait of this side with acquire observed"
+             " sync #%llu before this access: a wait for sync #%llu is one"
+             " barrier too early; wait with acquire (or acq_rel) for sync"
+             " #%llu before this access", unit / HB_PER_RANK, epoch - 1,
+             index, epoch, epoch, epoch - 1, epoch);
   else
     snprintf(buf, len,
              "this side did not acquire it: it was released by rank %d at"

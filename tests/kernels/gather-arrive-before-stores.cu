@@ -1,0 +1,36 @@
+/* Wrong: gather-overlapped.cu with the other ranks' arrive before their
+ * stores: rank 0's wait returns on an arrive that released nothing of
+ * them, and rank 0 reads the parts one barrier too early (they are
+ * released only by the final barrier's arrive). */
+__global__ void simpleAllReduceKernel(ncclWindow_t sendwin, size_t sendoffset,
+                                      ncclWindow_t recvwin, size_t recvoffset,
+                                      size_t count, struct ncclDevComm devComm)
+{
+  if (blockIdx.x != 0)
+    return;
+  ncclLsaBarrierSession<ncclCoopCta> bar{ncclCoopCta(), devComm,
+                                         ncclTeamLsa(devComm),
+                                         devComm.lsaBarrier, 0};
+  bar.sync(ncclCoopCta(), cuda::memory_order_acquire);
+  const int rank = devComm.lsaRank, nRanks = devComm.lsaSize;
+  const float *send = (const float *)ncclGetLsaPointer(sendwin, sendoffset, rank);
+  float *part = (float *)ncclGetLsaPointer(recvwin, recvoffset, rank);
+  if (rank != 0) {
+    bar.arrive(ncclCoopCta(), cuda::memory_order_release); /* too early */
+    for (size_t i = threadIdx.x; i < count; i += blockDim.x)
+      part[i] = send[i];
+    for (int step = 0; step < 16; step++) /* other work meanwhile */
+      __syncthreads();
+    bar.wait(ncclCoopCta(), cuda::memory_order_acquire);
+  } else {
+    bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel); /* the parts */
+    for (size_t i = threadIdx.x; i < count; i += blockDim.x) {
+      float v = send[i];
+      for (int peer = 1; peer < nRanks; peer++)
+        v += ((const float *)ncclGetLsaPointer(recvwin, recvoffset, peer))[i];
+      for (int peer = 0; peer < nRanks; peer++)
+        ((float *)ncclGetLsaPointer(recvwin, recvoffset, peer))[i] = v;
+    }
+  }
+  bar.sync(ncclCoopCta(), cuda::memory_order_release);
+}
