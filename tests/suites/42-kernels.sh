@@ -58,17 +58,18 @@ kernel_program() {
 kernel_run() {
   local mode=$1 n=$2 seed=$3
   if [ "$mode" = mpi ]; then
-    SIM_SEED=$seed SIM_DIR=$TMPDIR SIM_DEVICES=$n run "${MPIRUN[@]}" -np "$n" "$KP/mpi" -n $SMALL
+    SIM_SEED=$seed SIM_DIR=$TMPDIR SIM_DEVICES=$n run "${MPIRUN[@]}" -np "$n" "$KP/mpi" -n "${KERNEL_COUNT:-$SMALL}"
   else
-    SIM_SEED=$seed SIM_DIR=$TMPDIR SIM_DEVICES=$n NTHREADS=$n run "$KP/pthread" -n $SMALL
+    SIM_SEED=$seed SIM_DIR=$TMPDIR SIM_DEVICES=$n NTHREADS=$n run "$KP/pthread" -n "${KERNEL_COUNT:-$SMALL}"
   fi
 }
 
 # kernel_cases KIND NAME SOURCE SED [RULE TEXT]: the cases of one kernel
-# (KIND correct or wrong) at every run of KERNEL_RUNS.
+# (KIND correct or wrong) at every run of KERNEL_RUNS (or of KRUNS, where
+# set; KERNEL_COUNT: the floats per rank, default $SMALL).
 kernel_cases() {
   local kind=$1 kname=$2 source=$3 edit=$4 rule=${5:-} text=${6:-} r mode n seed c
-  for r in $KERNEL_RUNS; do
+  for r in ${KRUNS:-$KERNEL_RUNS}; do
     IFS=: read -r mode n seed <<<"$r"
     c=kernels/$kind/$kname/$mode-$n-seed-$seed
     lsa_case "$c" || continue
@@ -198,5 +199,81 @@ if lsa_case kernels/copied-lesson/compile-error; then
   want_err "not simulated here: __nanosleep"
   want_err "simulate.sh: building $copy/03_allreduce_lsa/c for the simulation failed"
   no_err "CUDA_HOME"
+  end
+fi
+
+# The kinds of mistake that a GPU showed wrong, or that NCCL's headers and
+# CUDA's rules forbid, where the simulation once said "verified" or named
+# the wrong cause: each wrong kernel beside a correct twin. make test runs
+# each once (ONE: one run of KERNEL_RUNS); make test-kernels the whole
+# matrix. The expected texts follow from each kernel's definition (which
+# sync released what, which team, which requirement, which bytes).
+ONE=$([ "${KERNEL_MATRIX:-}" = full ] || echo threads:2:1)
+ONE4=$([ "${KERNEL_MATRIX:-}" = full ] || echo mpi:4:2)
+# A wait is credited with the earliest arrival that satisfies it: the root
+# waited for sync #2, the parts were released by sync #3 (the middle
+# barrier came before the stores), or only later, while it read.
+KRUNS=$ONE kernel_cases correct reduce-to-root reduce-to-root.cu ""
+KRUNS=$ONE kernel_cases wrong reads-one-barrier-early reads-one-barrier-early.cu "" lsa-data-race \
+  "released it only at its sync #3, and no wait of this side with acquire observed sync #3 before this access: a wait for sync #2 is one barrier too early"
+KRUNS=$ONE4 kernel_cases correct gather-overlapped gather-overlapped.cu ""
+KRUNS=$ONE4 kernel_cases wrong gather-arrive-before-stores gather-arrive-before-stores.cu "" lsa-data-race \
+  "rank 1 released that write only later, at its sync #3 of LSA barrier 0, after this read: this side read it one barrier too early"
+# Teams: a session syncs its team's ranks only (the inner half of the LSA
+# team: at 2 ranks one rank alone); the twin's outer barriers start past
+# the inner ones' inbox words (index * team size: lsaBarrierCount grown).
+TEAMS='0,/reqs.lsaBarrierCount = NCCL_DEVICE_CTA_COUNT;/s//reqs.lsaBarrierCount = NCCL_DEVICE_CTA_COUNT * (total_ranks + 1);/'
+KRUNS=$ONE4 kernel_cases correct two-level-teams two-level-teams.cu "$TEAMS"
+KRUNS=$ONE4 kernel_cases wrong sub-team-touches-all sub-team-touches-all.cu "" lsa-data-race \
+  "is outside the team of this CTA's LSA barrier session"
+# Pairs on barriers CTAs .. 2 CTAs - 1 of the handle whose first CTAs
+# barriers the LSA team uses: from 4 ranks they share inbox words
+# (2 * (16 + b) + p = 4 * b' + p'); at 2 ranks the two teams are one.
+TWO_PER_CTA='0,/reqs.lsaBarrierCount = NCCL_DEVICE_CTA_COUNT;/s//reqs.lsaBarrierCount = 2 * NCCL_DEVICE_CTA_COUNT;/'
+KRUNS=mpi:4:2 kernel_cases wrong teams-share-inbox-words teams-share-inbox-words.cu "$TWO_PER_CTA" lsa-barrier \
+  "so sessions of teams of other shapes on one handle share words"
+# What the device communicator did not ask for: multicast (lsaMultimem).
+MULTIMEM='0,/reqs.lsaBarrierCount = NCCL_DEVICE_CTA_COUNT;/s//&\n  reqs.lsaMultimem = props.multimemSupport;/'
+KRUNS=$ONE kernel_cases correct multimem-if-requested multimem-if-requested.cu "$MULTIMEM"
+KRUNS=$ONE4 kernel_cases wrong multimem-not-requested multimem-not-requested.cu "" device-communicator \
+  "an LSA barrier session with multimem=true, but the device communicator was created without multicast (ncclDevCommRequirements.lsaMultimem"
+KRUNS=$ONE kernel_cases wrong multimem-pointer-not-requested multimem-pointer-not-requested.cu "" device-communicator \
+  "ncclGetLsaMultimemPointer with a NULL multicast handle: the device communicator was created without ncclDevCommRequirements.lsaMultimem"
+if lsa_case kernels/multimem/asked-without-nvls; then # the simulation has none
+  kernel_program multimem-asked multimem-if-requested.cu "${MULTIMEM/props.multimemSupport/true}"
+  kernel_run threads 2 1
+  want_status 1
+  want_err "ncclDevCommCreate(comm, &reqs, &devComm) failed: invalid argument [NCCL: Multicast support requested for team but none available on system.]"
+  end
+fi
+# Stale epochs: a session never ended, then a second launch; a second
+# session of one CTA on its barrier.
+TWICE='0,/^  CUDACHECK(cudaGetLastError());$/s//&\n  simpleAllReduceKernel<<<NCCL_DEVICE_CTA_COUNT, NCCL_DEVICE_THREADS_PER_CTA, 0, stream>>>(send_win, 0, recv_win, 0, count, devComm); \/* again *\/\n  CUDACHECK(cudaGetLastError());/'
+KRUNS=$ONE kernel_cases correct lesson-launched-twice - "$TWICE"
+KRUNS=$ONE4 kernel_cases wrong session-never-ends session-never-ends.cu "$TWICE" lsa-barrier \
+  "in launch #1 of a kernel with this device communicator never ended, so its epoch was never written back"
+KRUNS=$ONE kernel_cases correct sessions-one-after-another sessions-one-after-another.cu ""
+KRUNS=$ONE4 kernel_cases wrong two-sessions-one-barrier two-sessions-one-barrier.cu "" lsa-barrier \
+  "makes a second session on LSA barrier"
+# A window deregistered before the kernel that uses it ran (its twin: the
+# lesson), named with the call that deregistered it.
+DEREG='0,/^  CUDACHECK(cudaGetLastError());$/s//&\n  NCCLCHECK(ncclCommWindowDeregister(comm, recv_win)); \/* before the kernel ran *\/\n  recv_win = NULL;/'
+KRUNS=$ONE kernel_cases wrong deregistered-before-the-kernel - "$DEREG" lsa-pointer \
+  "'s ncclCommWindowDeregister at main.cu:$(($(grep -n '^  CUDACHECK(cudaGetLastError());$' "$ROOT/03_allreduce_lsa/c/main.cu" | head -n 1 | cut -d: -f1) + 1)), before this kernel used it"
+# Window bounds to the byte: 4099 floats, 16396 bytes; the last float4
+# (bytes 16384 to 16399) runs 4 bytes past the window.
+KERNEL_COUNT=4099 KRUNS=$ONE kernel_cases correct float4-and-tail float4-and-tail.cu ""
+KERNEL_COUNT=4099 KRUNS=$ONE4 kernel_cases wrong float4-tail float4-tail.cu "" memory-access \
+  "reads bytes 16384 to 16399 of rank 0's buffer, past the end of its $((4099 * 4))-byte window"
+# A grid sized to the GPU: 1024 CTAs (of 64 threads, all resident as on an
+# H100), each with its barrier; past the clocks' 1024 lanes, refused.
+MANY='s/^#define NCCL_DEVICE_CTA_COUNT       16$/#define NCCL_DEVICE_CTA_COUNT       1024/; s/^#define NCCL_DEVICE_THREADS_PER_CTA 512$/#define NCCL_DEVICE_THREADS_PER_CTA 64/'
+KRUNS=$ONE kernel_cases correct grid-of-1024-ctas - "$MANY"
+if lsa_case kernels/not-simulated/grid-of-1025-ctas; then
+  kernel_program grid-of-1025-ctas - "${MANY//1024/1025}"
+  kernel_run threads 2 1
+  want_status 70
+  want_err "ncclsim: not simulated here: simpleAllReduceKernel: a grid of 1025 CTAs, over the 1024 the simulation's clocks keep apart"
+  no_violation
   end
 fi
