@@ -1,24 +1,26 @@
-/* ncclsim: NCCL's device API, its device side (see sim.h, device.h and
- * include/ncclsim_device.h): LSA barriers and ncclGetLsaPointer, in the
- * GPU threads of kernels that fibers.c runs, and the windows' mappings
- * that let ranks of other processes reach each other's memory.
+/* ncclsim: NCCL's LSA barriers, the device side of its device API (see
+ * sim.h, device.h and include/ncclsim_device.h), in the GPU threads of
+ * kernels that fibers.c runs (lsa_windows.c: the windows' pointers and
+ * mappings).
  *
- * An LSA barrier is NCCL's (2.30.7 nccl_device/impl/lsa_barrier__funcs.h):
- * each rank keeps one epoch per barrier; a session copies its barrier's
- * epoch when it is made and writes it back when it ends; arrive stores
- * the session's epoch + 1 where the team's ranks look, wait waits until
- * every other rank of the team stored at least that, then adds 1. Each
- * rank's stored epochs are in a file of the communicator's rendezvous
- * folder that every rank maps (threads or processes). What the memory
- * orders of arrive and wait order is hb.c's; the accesses they order are
- * checked in access.c. Rules checked here:
+ * An LSA barrier is NCCL's (2.30.7 nccl_device/impl/lsa_barrier__funcs.h,
+ * lsa_barrier__types.h): each rank keeps one epoch per barrier; a session
+ * copies its barrier's epoch when it is made and writes it back when it
+ * ends; arrive stores the session's epoch + 1 into each peer of its team's
+ * inbox (barrier i's word from team rank p: i * team size + p), wait waits
+ * until each team peer's word holds at least that, then adds 1. The
+ * inboxes are in a file of the communicator's rendezvous folder that every
+ * rank maps (threads or processes). What the memory orders of arrive and
+ * wait order is hb.c's (a wait credited with the earliest arrival that
+ * satisfies it); the accesses they order are checked in access.c. Rules:
  *  - lsa-barrier: a barrier index past the count asked for, peers that
- *    never arrive (SIM_TIMEOUT_MS), a session of another CTA of this rank
- *    on the same barrier while this one is made (NCCL's sessions would
- *    then copy and write back one epoch, and stop waiting for each
- *    other's peers: one barrier per CTA);
- *  - lsa-pointer: a window that is not one, a peer outside the team, an
- *    offset past the window. */
+ *    never arrive (SIM_TIMEOUT_MS), a team not inside the LSA team, a wait
+ *    passing on a word another barrier's arrive wrote, and, when a session
+ *    is made: another CTA of this rank holding the barrier (one barrier
+ *    per CTA), a stale epoch (a session of an earlier launch never ended,
+ *    or a second session of this CTA while its first is alive);
+ *  - device-communicator: multimem=true without the device communicator's
+ *    multicast (lsaMultimem). */
 #include "sim.h"
 
 #include "ncclsim_device.h"
@@ -27,8 +29,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------ inside kernels */
@@ -355,160 +355,4 @@ const char *lsa_team_note(int rank, int lane, int other_rank)
            " between the two accesses, or touch only the team's ranks",
            other_rank, tm.size, tm.stride, tm.rank, other_rank, other_rank);
   return note;
-}
-
-/* ncclGetLsaMultimemPointer, ncclGetMultimemPointer. */
-void *ncclsim_multimem_pointer(const char *call, const void *multicast,
-                               const char *requirement)
-{
-  char place[256];
-  if (multicast == NULL)
-    violation(NULL, "device-communicator",
-              current_place(place, sizeof place),
-              "%s with a NULL multicast handle: the device communicator was"
-              " created without %s, and the pointer is the handle's base"
-              " plus the window's offset (NCCL 2.30.7"
-              " nccl_device/impl/core__funcs.h): an illegal memory access"
-              " on a GPU", call, requirement);
-  fprintf(stderr, "ncclsim: not simulated here: %s, in %s (tests/README.md)\n",
-          call, current_place(place, sizeof place));
-  _exit(SIM_EXIT_VIOLATION);
-}
-
-void *ncclsim_lsa_pointer(ncclWindow_t window, size_t offset, int peer)
-{
-  char place[256];
-  if (!in_kernel()) { /* ncclGetLsaPointer is a device function */
-    fprintf(stderr, "ncclsim: ncclGetLsaPointer called outside a kernel\n");
-    _exit(SIM_EXIT_VIOLATION);
-  }
-  const struct ncclWindow_vidmem *w = window;
-  char where[200];
-  if (w != NULL && w->magic == DEREGISTERED_MAGIC &&
-      window_deregistered(w, where, sizeof where) != NULL)
-    violation(w->comm, "lsa-pointer", current_place(place, sizeof place),
-              "the window was deregistered, %s, before this kernel used"
-              " it: NCCL deregisters at once, on a stream of its own, not"
-              " after the kernels queued before it (2.30.7"
-              " src/dev_runtime.cc, ncclCommWindowDeregister); synchronize"
-              " the kernel's stream before deregistering its windows",
-              where);
-  if (w == NULL || w->magic != WINDOW_MAGIC || w->local_only || !w->peers)
-    violation(NULL, "lsa-pointer", current_place(place, sizeof place),
-              "%p is not a registered symmetric window", (void *)window);
-  const int size = lsa_team_size(w->comm);
-  if (peer < 0 || peer >= size)
-    violation(w->comm, "lsa-pointer", current_place(place, sizeof place),
-              "peer %d: the LSA team has ranks 0 to %d", peer, size - 1);
-  if (offset >= w->size)
-    violation(w->comm, "lsa-pointer", current_place(place, sizeof place),
-              "offset %zu is past the end of the %zu-byte window", offset,
-              w->size);
-  const int rank = w->comm->rank - w->comm->rank % size + peer;
-  return (unsigned char *)w->peers[rank] + offset;
-}
-
-/* ------------------------------------------- windows across processes */
-
-/* The owner's part: its memory, and a shadow for the window (access.c),
- * a memfd that peers map too. */
-void lsa_describe(const struct ncclComm *comm, const void *buff,
-                  size_t bytes, lsa_share *out)
-{
-  pthread_mutex_lock(&lock);
-  const sim_alloc *a = find_alloc(buff, 1);
-  pthread_mutex_unlock(&lock);
-  *out = (lsa_share){.pid = (long)getpid(), .fd = -1,
-                     .base = (void *)buff, .shadow_fd = -1, .reach = bytes};
-  if (a != NULL)
-    out->reach = a->size - (size_t)((const unsigned char *)buff - a->base);
-  if (a != NULL && a->fd >= 0) {
-    out->fd = a->fd;
-    out->base = a->base;
-    out->mapped = a->mapped;
-    out->offset = (size_t)((const unsigned char *)buff - a->base);
-  }
-  if (bytes == 0)
-    return; /* no window will be made: no shadow */
-  out->shadow_bytes = hb_shadow_bytes(bytes, comm->nranks);
-  out->shadow_fd = memfd_create("window-shadow", MFD_CLOEXEC);
-  if (out->shadow_fd < 0 ||
-      ftruncate(out->shadow_fd, (off_t)out->shadow_bytes) != 0 ||
-      (out->shadow = mmap(NULL, out->shadow_bytes, PROT_READ | PROT_WRITE,
-                          MAP_SHARED, out->shadow_fd, 0)) == MAP_FAILED)
-    sim_failure("ncclCommWindowRegister", "cannot make a window's shadow");
-}
-
-/* The bytes from a window's start to the end of its mapping (whole pages;
- * 0 where it is no ncclMemAlloc memory). */
-static size_t window_mapped(const lsa_share *s)
-{
-  return s->fd >= 0 && s->mapped > s->offset ? s->mapped - s->offset : 0;
-}
-
-void lsa_map_peers(struct ncclWindow_vidmem *w, const lsa_share *all)
-{
-  const int n = w->comm->nranks;
-  w->peers = calloc((size_t)n, sizeof *w->peers);
-  w->peer_mapped = calloc((size_t)n, sizeof *w->peer_mapped);
-  w->peer_offset = calloc((size_t)n, sizeof *w->peer_offset);
-  w->shadows = calloc((size_t)n, sizeof *w->shadows);
-  w->shadow_bytes = calloc((size_t)n, sizeof *w->shadow_bytes);
-  w->shadow_fd = -1;
-  if (w->peers == NULL || w->peer_mapped == NULL || w->peer_offset == NULL ||
-      w->shadows == NULL || w->shadow_bytes == NULL)
-    sim_failure("ncclCommWindowRegister", "out of memory");
-  for (int r = 0; r < n; r++) {
-    const lsa_share *s = &all[r];
-    void *shadow = s->shadow;
-    if (s->pid == (long)getpid() || s->fd < 0) { /* a thread of this process */
-      w->peers[r] = (unsigned char *)s->base + s->offset;
-      if (r == w->comm->rank) { /* its own: this rank unmaps it */
-        w->shadows[r] = shadow;
-        w->shadow_bytes[r] = s->shadow_bytes;
-        w->shadow_fd = s->shadow_fd;
-        hb_region_add(w, w->peers[r], w->size, s->reach, window_mapped(s),
-                      shadow, r, w->comm);
-      }
-      continue;
-    }
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%ld/fd/%d", s->pid, s->fd);
-    void *p = map_file(path, s->mapped);
-    snprintf(path, sizeof path, "/proc/%ld/fd/%d", s->pid, s->shadow_fd);
-    shadow = map_file(path, s->shadow_bytes);
-    if (p == MAP_FAILED || shadow == MAP_FAILED)
-      sim_failure("ncclCommWindowRegister",
-                  "cannot map rank %d's window through %s", r, path);
-    w->peers[r] = (unsigned char *)p + s->offset;
-    w->peer_mapped[r] = s->mapped;
-    w->peer_offset[r] = s->offset;
-    w->shadows[r] = shadow;
-    w->shadow_bytes[r] = s->shadow_bytes;
-    hb_region_add(w, w->peers[r], w->size, s->reach, window_mapped(s),
-                  shadow, r, w->comm);
-  }
-}
-
-void lsa_unmap_peers(struct ncclWindow_vidmem *w)
-{
-  w->magic = 0;
-  if (w->peers == NULL)
-    return;
-  hb_region_remove(w);
-  for (int r = 0; r < w->comm->nranks; r++) {
-    if (w->peer_mapped[r] > 0)
-      munmap((unsigned char *)w->peers[r] - w->peer_offset[r],
-             w->peer_mapped[r]);
-    if (w->shadow_bytes[r] > 0)
-      munmap(w->shadows[r], w->shadow_bytes[r]);
-  }
-  if (w->shadow_fd >= 0)
-    close(w->shadow_fd);
-  free(w->peers);
-  free(w->peer_mapped);
-  free(w->peer_offset);
-  free(w->shadows);
-  free(w->shadow_bytes);
-  w->peers = NULL;
 }
