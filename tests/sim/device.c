@@ -1,7 +1,7 @@
 /* ncclsim: NCCL's device API, its host side (see sim.h, device.h and
  * include/ncclsim_device.h): the communicator's properties and device
- * communicators. lsa.c is the device side (LSA barriers, ncclGetLsaPointer
- * and their rules).
+ * communicators. lsa.c and lsa_windows.c are the device side (LSA
+ * barriers, ncclGetLsaPointer and their rules).
  *
  * Per simulated version, as NCCL 2.30.7's src/dev_runtime.cc and the
  * release notes have it: ncclCommQueryProperties and a requirements

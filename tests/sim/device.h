@@ -1,8 +1,8 @@
 /* ncclsim: what the simulation's files share about kernels and the device
  * API (included by sim.h): kernels.c launches, fibers.c runs every GPU
  * thread, device.c is the device API's host side, lsa.c its device side
- * (LSA barriers, ncclGetLsaPointer, the rules) and the windows' mappings
- * across processes. Settings: SIM_SEED=S the schedule of every kernel's
+ * (LSA barriers and their rules), lsa_windows.c ncclGetLsaPointer and the
+ * windows' mappings across processes. Settings: SIM_SEED=S the schedule of every kernel's
  * threads (default: drawn per launch, and named in every rule message);
  * SIM_CTA_SLOTS=N resident CTAs per kernel (default: as many as an H100's
  * or H200's SMs keep, kernels.c); SIM_LSA_TEAM_SIZE=K LSA teams of K ranks (default: all);
