@@ -203,6 +203,11 @@ typedef struct sim_devcomm {
  * kept for messages, go with it); a note for a race between a CTA's
  * access and one of a rank outside its last session's team, or NULL. */
 void lsa_forget_devcomm(const sim_devcomm *d);
+/* lsa_windows.c: an LSA barrier session with multimem (1) needs the device
+ * communicator's multicast handle (a rule), which the simulation never
+ * grants (not simulated). */
+void check_multicast(const struct ncclComm *comm, int multimem,
+                     const void *multicast);
 const char *lsa_team_note(int rank, int lane, int other_rank);
 
 /* ---------------------------------------------- lockstep (lockstep.c) */

@@ -88,18 +88,19 @@ static sim_devcomm *barrier_of(const ncclDevComm_t *devComm, unsigned index)
  * lsaRank + (t - rank) * stride) must be ranks of this LSA team. */
 static void check_team(const sim_devcomm *d, const ncclsim_lsa_session *s)
 {
-  char place[256];
   const int n = s->team_size, stride = s->team_stride;
   const int low = d->lsa_rank - s->team_rank * stride;
   const int high = d->lsa_rank + (n - 1 - s->team_rank) * stride;
   if (n < 1 || s->team_rank < 0 || s->team_rank >= n || stride == 0 ||
-      (low < high ? low : high) < 0 || (low < high ? high : low) >= d->lsa_size)
+      (low < high ? low : high) < 0 || (low < high ? high : low) >= d->lsa_size) {
+    char place[256];
     violation(d->comm, "lsa-barrier", current_place(place, sizeof place),
               "an LSA barrier session on a team of %d ranks (this rank its"
               " rank %d, stride %d), which is not inside this rank's LSA"
               " team of %d ranks (its LSA rank %d): an LSA barrier syncs"
               " ranks of one LSA team (ncclTeamLsa, or a factor of it)",
               n, s->team_rank, stride, d->lsa_size, d->lsa_rank);
+  }
 }
 
 /* The world rank of team rank t of s. */
@@ -194,24 +195,7 @@ void ncclsim_lsa_session_open(ncclsim_lsa_session *s,
   *s = (ncclsim_lsa_session){devComm, index, team_size, team_rank,
                              team_stride, 0};
   sim_devcomm *d = barrier_of(devComm, index);
-  char place[256];
-  if (multimem && multicast == NULL)
-    violation(d->comm, "device-communicator",
-              current_place(place, sizeof place),
-              "an LSA barrier session with multimem=true, but the device"
-              " communicator was created without multicast"
-              " (ncclDevCommRequirements.lsaMultimem, or a team requirement"
-              " with multimem for the handle): its multicast handle is"
-              " NULL, and NCCL's arrive and wait then reach memory through"
-              " it (2.30.7 nccl_device/impl/lsa_barrier__funcs.h): an"
-              " illegal memory access on a GPU; ask for lsaMultimem where"
-              " ncclCommQueryProperties reports multimemSupport, else pass"
-              " multimem=false");
-  if (multimem) {
-    fprintf(stderr, "ncclsim: not simulated here: a multimem LSA barrier,"
-            " in %s (tests/README.md)\n", current_place(place, sizeof place));
-    _exit(SIM_EXIT_VIOLATION);
-  }
+  check_multicast(d->comm, multimem, multicast);
   check_team(d, s);
   take_barrier(d, index);
   kernel_devcomm = d;

@@ -5,8 +5,8 @@
  * (lsa.c is the LSA barriers). Rules checked here:
  *  - lsa-pointer: a window that is not one (or was deregistered: named
  *    with where), a peer outside the team, an offset past the window;
- *  - device-communicator: a multicast pointer the device communicator
- *    never asked for (lsaMultimem). */
+ *  - device-communicator: a multicast pointer or barrier the device
+ *    communicator never asked for (lsaMultimem). */
 #include "sim.h"
 
 #include "ncclsim_device.h"
@@ -19,12 +19,37 @@
 
 /* ------------------------------------------------------ inside kernels */
 
+/* An LSA barrier session's multicast (lsa.c): multimem asks for it, and
+ * the device communicator must have asked for it too (a handle). */
+void check_multicast(const struct ncclComm *comm, int multimem,
+                     const void *multicast)
+{
+  if (!multimem)
+    return;
+  char place[256];
+  if (multicast == NULL)
+    violation(comm, "device-communicator",
+              current_place(place, sizeof place),
+              "an LSA barrier session with multimem=true, but the device"
+              " communicator was created without multicast"
+              " (ncclDevCommRequirements.lsaMultimem, or a team requirement"
+              " with multimem for the handle): its multicast handle is"
+              " NULL, and NCCL's arrive and wait then reach memory through"
+              " it (2.30.7 nccl_device/impl/lsa_barrier__funcs.h): an"
+              " illegal memory access on a GPU; ask for lsaMultimem where"
+              " ncclCommQueryProperties reports multimemSupport, else pass"
+              " multimem=false");
+  fprintf(stderr, "ncclsim: not simulated here: a multimem LSA barrier,"
+          " in %s (tests/README.md)\n", current_place(place, sizeof place));
+  _exit(SIM_EXIT_VIOLATION);
+}
+
 /* ncclGetLsaMultimemPointer, ncclGetMultimemPointer. */
 void *ncclsim_multimem_pointer(const char *call, const void *multicast,
                                const char *requirement)
 {
   char place[256];
-  if (multicast == NULL)
+  if (multicast == NULL) /* the device communicator asked for none */
     violation(NULL, "device-communicator",
               current_place(place, sizeof place),
               "%s with a NULL multicast handle: the device communicator was"
@@ -46,7 +71,7 @@ void *ncclsim_lsa_pointer(ncclWindow_t window, size_t offset, int peer)
   }
   const struct ncclWindow_vidmem *w = window;
   char where[200];
-  if (w != NULL && w->magic == DEREGISTERED_MAGIC &&
+  if (w != NULL && w->magic == 0 && /* deregistered, or never a window */
       window_deregistered(w, where, sizeof where) != NULL)
     violation(w->comm, "lsa-pointer", current_place(place, sizeof place),
               "the window was deregistered, %s, before this kernel used"

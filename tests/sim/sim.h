@@ -156,11 +156,8 @@ struct ncclWindow_vidmem {
                           MPI its peers'): access.c */
   size_t *shadow_bytes;
   int shadow_fd; /* its own shadow's memfd: peers map it through /proc */
-  uint32_t deregistered_at; /* once deregistered: where (access.c's
-                               exe_offset of the caller), kept to name it */
 };
 #define WINDOW_MAGIC 0x57494e44u
-#define DEREGISTERED_MAGIC 0x44455245u /* a deregistered window, kept */
 
 struct CUstream_st {
   struct CUstream_st *next;

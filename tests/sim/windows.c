@@ -55,9 +55,15 @@ typedef struct deferred_registration {
   int flags;
 } deferred_registration;
 
-/* Windows deregistered in this process (never freed: see
- * ncclCommWindowDeregister), guarded by `lock`. */
-static struct ncclWindow_vidmem *deregistered;
+/* Windows deregistered in this process (kept, never freed: see
+ * ncclCommWindowDeregister), with where, guarded by `lock`. */
+typedef struct deregistration {
+  struct deregistration *next;
+  const struct ncclWindow_vidmem *window;
+  int rank;
+  uint32_t at; /* the caller: access.c's exe_offset */
+} deregistration;
+static deregistration *deregistered;
 
 static _Thread_local int group_depth;
 static _Thread_local deferred_registration *deferred;
@@ -255,14 +261,17 @@ ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win)
   LIST_UNLINK(windows, win, found);
   pthread_mutex_unlock(&lock);
   (void)found; /* it is there: found above */
-  lsa_unmap_peers(win);
+  lsa_unmap_peers(win); /* (its magic now 0) */
   /* Kept, not freed, so that a kernel or a call that uses it later is
    * told where it was deregistered (and no new window takes its address). */
-  win->magic = DEREGISTERED_MAGIC;
-  win->deregistered_at = exe_offset(__builtin_return_address(0));
+  deregistration *d = malloc(sizeof *d);
+  if (d == NULL)
+    return ncclSystemError;
+  *d = (deregistration){.window = win, .rank = comm->rank,
+                        .at = exe_offset(__builtin_return_address(0))};
   pthread_mutex_lock(&lock);
-  win->next = deregistered;
-  deregistered = win;
+  d->next = deregistered;
+  deregistered = d;
   pthread_mutex_unlock(&lock);
   return ncclSuccess;
 }
@@ -270,16 +279,16 @@ ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win)
 const char *window_deregistered(const void *win, char *buf, size_t len)
 {
   pthread_mutex_lock(&lock);
-  const struct ncclWindow_vidmem *w = deregistered;
-  while (w != NULL && w != win)
-    w = w->next;
+  const deregistration *d = deregistered;
+  while (d != NULL && d->window != win)
+    d = d->next;
   pthread_mutex_unlock(&lock);
-  if (w == NULL)
+  if (d == NULL)
     return NULL;
   char line[160];
-  line_of(w->deregistered_at, line, sizeof line);
-  snprintf(buf, len, "by rank %d's ncclCommWindowDeregister%s%s",
-           w->comm->rank, line[0] ? " at " : "", line[0] ? line + 2 : "");
+  line_of(d->at, line, sizeof line);
+  snprintf(buf, len, "by rank %d's ncclCommWindowDeregister%s%s", d->rank,
+           line[0] ? " at " : "", line[0] ? line + 2 : "");
   return buf;
 }
 
