@@ -16,7 +16,8 @@ void collective_op(void *arg)
   const coll_op *op = arg;
   const bench *b = op->b;
   if (op->m->spec->kernel)
-    b->ctx->example->kernel->run(b->kernel_state, op->m->send_win,
+    b->ctx->example->kernel->run(b->kernel_state, op->m->spec->kernel - 1,
+                                 op->m->send_win,
                                  op->m->recv_win, op->count, b->stream);
   else
     b->coll->run(op->m->send, op->m->recv, op->count, op->m->comm, b->stream);
