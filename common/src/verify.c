@@ -28,14 +28,11 @@ size_t count_mismatches(const float *values, size_t n, float expected,
   return bad;
 }
 
-/* Prints the combined outcome on rank 0 and returns it on every rank. */
-static int combine_outcome(const rank_ctx *ctx, int ok)
+/* Collective: one line on stderr (rank 0) naming the ranks whose `ok` is
+ * 0, after `what` if not NULL, for whoever reads only stderr. */
+static void say_wrong_ranks(const rank_ctx *ctx, int ok, int all_ok,
+                            const char *what)
 {
-  int all_ok = all_ranks_ok(ctx, ok);
-  print_root(ctx, all_ok ? "Results verified correctly\n"
-                         : "Results verification failed\n");
-  /* And one line on stderr naming the wrong ranks, for whoever reads only
-   * that. */
   int *oks =
       ctx->rank == 0 ? host_calloc((size_t)ctx->nranks, sizeof *oks) : NULL;
   all_ranks_gather(ctx, &ok, sizeof ok, oks);
@@ -47,10 +44,20 @@ static int combine_outcome(const rank_ctx *ctx, int ok)
       if (!oks[r])
         len += (size_t)snprintf(ranks + len, sizeof ranks - len, "%s%d",
                                 wrong++ ? ", " : "", r);
-    print_error("wrong result on rank%s %s (see stdout)\n",
-                wrong > 1 ? "s" : "", ranks);
+    print_error("%s%swrong result on rank%s %s (see stdout)\n",
+                what ? what : "", what ? ": " : "", wrong > 1 ? "s" : "",
+                ranks);
   }
   free(oks);
+}
+
+/* Prints the combined outcome on rank 0 and returns it on every rank. */
+static int combine_outcome(const rank_ctx *ctx, int ok)
+{
+  int all_ok = all_ranks_ok(ctx, ok);
+  print_root(ctx, all_ok ? "Results verified correctly\n"
+                         : "Results verification failed\n");
+  say_wrong_ranks(ctx, ok, all_ok, NULL);
   return all_ok;
 }
 
@@ -165,7 +172,8 @@ int check_allreduce_pattern(const rank_ctx *ctx, const char *what,
   char line[ALL_RANKS_GATHER_MAX];
   pattern_line(ctx, result, count, line, sizeof line);
   all_ranks_print_line(ctx, line);
-  int ok = all_ranks_ok(ctx, line[0] == '\0');
-  print_root(ctx, "  %s: %s\n", what, ok ? "verified" : "wrong");
-  return ok;
+  int all_ok = all_ranks_ok(ctx, line[0] == '\0');
+  print_root(ctx, "  %s: %s\n", what, all_ok ? "verified" : "wrong");
+  say_wrong_ranks(ctx, line[0] == '\0', all_ok, what);
+  return all_ok;
 }
