@@ -235,14 +235,14 @@ static void *kernel_setup(const rank_ctx *ctx, ncclComm_t comm)
 }
 
 static void kernel_run(void *state, int variant, ncclWindow_t send_win,
-                       ncclWindow_t recv_win, size_t count,
-                       cudaStream_t stream)
+                       size_t send_offset, ncclWindow_t recv_win,
+                       size_t recv_offset, size_t count, cudaStream_t stream)
 {
   (void)variant; /* one: the lesson's kernel */
   const ncclDevComm *devComm = (const ncclDevComm *)state;
   simpleAllReduceKernel<<<NCCL_DEVICE_CTA_COUNT, NCCL_DEVICE_THREADS_PER_CTA,
-                          0, stream>>>(send_win, 0, recv_win, 0, count,
-                                       *devComm);
+                          0, stream>>>(send_win, send_offset, recv_win,
+                                       recv_offset, count, *devComm);
   CUDACHECK(cudaGetLastError());
 }
 

@@ -290,10 +290,10 @@ static void *kernel_setup(const rank_ctx *ctx, ncclComm_t comm)
 }
 
 static void kernel_run(void *state, int variant, ncclWindow_t send_win,
-                       ncclWindow_t recv_win, size_t count,
-                       cudaStream_t stream)
+                       size_t send_offset, ncclWindow_t recv_win,
+                       size_t recv_offset, size_t count, cudaStream_t stream)
 {
-  const Windows w = {send_win, recv_win, 0, 0, count};
+  const Windows w = {send_win, recv_win, send_offset, recv_offset, count};
   launch((const Launcher *)state, (enum stage)variant, w, stream);
 }
 

@@ -42,7 +42,8 @@ typedef struct example_desc example_desc;
  * --bench times it beside NCCL's collective, on the same windows, once per
  * variant (a mode of the bench each). setup and teardown are collective (a
  * device communicator on `comm`); run queues one operation of `count`
- * floats per rank on `stream`, in variant `variant`. */
+ * floats per rank on `stream`, in variant `variant`, on the windows from
+ * the byte offsets given (--cold moves them each operation). */
 #define DEVICE_KERNEL_MAX_VARIANTS 5
 typedef struct rank_ctx rank_ctx;
 typedef struct device_kernel {
@@ -50,8 +51,9 @@ typedef struct device_kernel {
    * why, as the lesson does; then it is left out. */
   int (*usable)(const rank_ctx *ctx, ncclComm_t comm);
   void *(*setup)(const rank_ctx *ctx, ncclComm_t comm);
-  void (*run)(void *state, int variant, ncclWindow_t send,
-              ncclWindow_t recv, size_t count, cudaStream_t stream);
+  void (*run)(void *state, int variant, ncclWindow_t send, size_t send_offset,
+              ncclWindow_t recv, size_t recv_offset, size_t count,
+              cudaStream_t stream);
   void (*teardown)(ncclComm_t comm, void *state);
   /* The variants, as the bench's modes: a name and what it is. None: one,
    * called "lsa", "the lesson's kernel on symmetric windows". */

@@ -199,13 +199,18 @@ result measure(bench *b, const mode *m, size_t count);
  * launch. */
 void attribute(bench *b, const mode *m, size_t count, result *res);
 
-/* One collective of `count` elements per rank in mode m, as a bench_op. */
+/* One collective of `count` elements per rank in mode m, as a bench_op.
+ * With --cold, operation k (queued counts them) works on part k mod P of
+ * the buffers, P parts of the operation's size fitting in them. */
 typedef struct coll_op {
   const bench *b;
   const mode *m;
   size_t count;
+  size_t queued;
 } coll_op;
 void collective_op(void *arg);
+/* The part of the buffers operation k of `count` elements works on. */
+size_t part_of(const bench *b, size_t count, size_t k);
 
 /* ---------------------------------------------------------- report.c */
 
