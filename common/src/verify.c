@@ -129,13 +129,10 @@ size_t count_pattern_mismatches(const float *result, size_t count, int nranks,
                                 size_t *first_bad)
 {
   size_t bad = 0;
-  for (size_t i = 0; i < count; i++) {
-    if (!(fabsf(result[i] - pattern_sum(nranks, i)) <= VERIFY_TOLERANCE)) {
-      if (bad == 0)
-        *first_bad = i;
-      bad++;
-    }
-  }
+  for (size_t i = 0; i < count; i++)
+    if (!(fabsf(result[i] - pattern_sum(nranks, i)) <= VERIFY_TOLERANCE) &&
+        bad++ == 0)
+      *first_bad = i;
   return bad;
 }
 

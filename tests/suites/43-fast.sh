@@ -131,3 +131,27 @@ for how in threads:2 mpi:2; do
   no_violation
   end
 done
+
+# Ranks sharing one GPU (NCCL_MULTI_RANK_GPU_ENABLE=1): each rank's grid
+# is its share of what the GPU holds, so that every rank's CTAs are on it
+# at once.
+for n in 2 3; do
+  fast_case "fast/shared-gpu/threads-$n-on-one-gpu" || continue
+  expected allreduce_fast "$n" --count 4099 --gpus 1 --shared-sms 132 $FAST_MEASURED >"$f.expected"
+  NCCL_MULTI_RANK_GPU_ENABLE=1 SIM_DIR=$TMPDIR SIM_DEVICES=1 NTHREADS=$n run "$B/fast-pthread/allreduce_fast" -n 4099
+  want_status 0
+  want_out_file "$f.expected"
+  no_violation
+  end
+done
+
+# --cold: each operation on the next part of the windows, the lesson's
+# kernels at those offsets, every result checked, eager and replayed.
+if fast_case fast/bench/fast-pthread-2-cold-graph; then
+  SIM_DIR=$TMPDIR NTHREADS=2 SIM_DEVICES=2 run "$B/fast-pthread/allreduce_fast" --bench -b 4K -e 16K -w 1 -i 3 -r 1 --cold --graph
+  want_status 0
+  want_out "# cache: cold (--cold): operation k of a size works on part k mod P of the buffers"
+  want_out "Benchmark results verified correctly"
+  no_violation
+  end
+fi
