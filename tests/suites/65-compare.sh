@@ -73,7 +73,7 @@ if fast_case "compare/run-fast-stages-share-one-d2-run"; then
   cat >"$fake/build/all_reduce_perf" <<FAKE
 #!/bin/sh
 echo "\$*" >>"$TMPDIR/calls"
-cat "$ROOT/tests/data/compare/sym-1.txt"
+sed 's/^     1048576        262144 /       65536         16384 /' "$ROOT/tests/data/compare/sym-1.txt"
 FAKE
   chmod +x "$fake/build/all_reduce_perf"
   rm -f "$TMPDIR/calls"
@@ -82,6 +82,7 @@ FAKE
   want_status 0
   for m in vec grid 1shot 2shot fast; do want_out "mode $m <-> nccl-tests -R 2 -D 2"; done
   want_out "mode sym <-> nccl-tests -R 2"
+  [ "$(grep -cE '^ +65536 ' "$f.out")" = 7 ] || why+="wanted the 64 KiB row of each of the 7 modes; "
   [ "$(grep -c -- '-R 2 -D 2' "$TMPDIR/calls")" = 1 ] || why+="nccl-tests -D 2 ran $(grep -c -- '-R 2 -D 2' "$TMPDIR/calls") times, wanted once; "
   [ "$(wc -l <"$TMPDIR/calls")" = 3 ] || why+="nccl-tests ran $(wc -l <"$TMPDIR/calls") times, wanted 3 (-D 2, -R 2, -R 0); "
   grep -q "^# cache: cold" "$TMPDIR/kept/allreduce_fast-1.txt" || why+="this bench did not run with --cold; "
