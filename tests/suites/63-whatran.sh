@@ -232,6 +232,24 @@ if begin whatran/real-build-links-no-cupti; then
   exported=$(nm -D --defined-only "$B/tools/libwhatran.so" | awk '$2 == "T" { print $3 }' | grep -v '^nccl' | tr '\n' ' ')
   [ -z "$exported" ] || why+="it exports more than NCCL's calls: $exported; "
   env -i PATH="$PATH" LD_PRELOAD="$B/tools/libwhatran.so" true || why+="true did not start under the preload; "
+  # Nothing of NCCL, CUDA or CUPTI left for the dynamic linker to bind: it
+  # looks in the global scope only, where a NCCL opened with RTLD_LOCAL
+  # is not, and ends the program there (loader.c finds them instead).
+  unbound=$(nm -D --undefined-only "$B/tools/libwhatran.so" | awk '$2 ~ /^(nccl|cuda|cupti)/ { print $2 }' | tr '\n' ' ')
+  [ -z "$unbound" ] || why+="it leaves to the dynamic linker: $unbound; "
+  end
+fi
+# A wrapped call that no library of the process defines (no NCCL loaded,
+# or one older than the call): said once, ncclSystemError (2) returned
+# each time, and the program goes on. Python's ctypes finds the wrapper in
+# the global scope, as a program linked against a newer NCCL would.
+if command -v python3 >/dev/null && begin whatran/no-nccl-behind-a-call-says-so-once; then
+  need whatran-programs
+  LD_PRELOAD="$S/libwhatran.so" run python3 -c 'import ctypes; f = ctypes.CDLL(None).ncclGroupStart; print(f(), f())'
+  want_status 0
+  want_out "2 2"
+  want_err "libwhatran: ncclGroupStart: no library loaded in this process defines it (NCCL is not loaded, or is older than this call): it returns ncclSystemError, and What ran says nothing of it"
+  [ "$(grep -c "^libwhatran:" "$f.err")" = 1 ] || why+="$(grep -c "^libwhatran:" "$f.err") libwhatran lines, wanted 1; "
   end
 fi
 # A program in PyTorch's style (tests/whatran/torch_style.c): non-blocking
@@ -243,17 +261,35 @@ fi
 # poll says ready: the windows are counted, the calls' work is "not seen"
 # with that reason, and the replays launched by the program's own thread
 # are the symmetric kernel.
-if begin whatran/torch-style-program; then
-  preloaded NTHREADS=4 -- "$S/torch_style"
-  want_status 0
-  unchanged
-  inprogress="not seen: the call returned ncclInProgress (a non-blocking communicator), and NCCL's own thread launched its work later, which no call of the program holds"
+# torch_style's lines at 4 ranks, from the case's $f.err.
+want_torch_style_lines() {
+  local inprogress="not seen: the call returned ncclInProgress (a non-blocking communicator), and NCCL's own thread launched its work later, which no call of the program holds"
   want_err "What ran (libwhatran): communicator 1, 4 ranks, ranks 0-3: AllReduce of 1 MiB (1 call): $inprogress; AllReduce of 1 MiB (1 call): captured into a CUDA graph: its work runs at each replay; 2 windows registered (1 MiB, 1 MiB)"
   # The split: one communicator per color (even ranks, odd ranks).
   for c in 2 3; do
     want_err "What ran (libwhatran): communicator $c, 2 ranks, ranks 0-1: AllGather of 2 MiB (1 call): $inprogress; 0 windows registered"
   done
   want_err "What ran (libwhatran): CUDA graph replays (12 launches): NCCL's symmetric kernel AllReduce_RSxLD_AGxST_sum_f32"
+}
+if begin whatran/torch-style-program; then
+  preloaded NTHREADS=4 -- "$S/torch_style"
+  want_status 0
+  unchanged
+  want_torch_style_lines
+  no_violation
+  end
+fi
+# The same program as a library that a program opens with dlopen(RTLD_LOCAL),
+# as Python opens PyTorch's libtorch_cuda.so with its libnccl.so.2: NCCL,
+# the CUDA runtime and CUPTI (here all the simulation's library) are in no
+# global scope, and the preload finds them among the loaded objects.
+if begin whatran/dlopen-rtld-local-program; then
+  preloaded NTHREADS=4 -- "$S/dlopen_style" "$S/libtorch_style.so" torch_style_main
+  want_status 0
+  unchanged
+  want_out "rank 3: done"
+  want_torch_style_lines
+  no_err "libwhatran:"
   no_violation
   end
 fi

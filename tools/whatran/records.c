@@ -56,6 +56,21 @@ static void add_comm(ncclComm_t comm, int label, int rank, int nranks)
   comms = c;
 }
 
+/* NCCL's calls that this library does not wrap, found as the wrappers
+ * find theirs (loader.c): the dynamic linker would look for them in the
+ * global scope only, and end the program where NCCL is not there. */
+static ncclResult_t real_user_rank(ncclComm_t comm, int *rank)
+{
+  NEXT(ncclCommUserRank);
+  return next_fn(comm, rank);
+}
+
+static ncclResult_t real_count(ncclComm_t comm, int *count)
+{
+  NEXT(ncclCommCount);
+  return next_fn(comm, count);
+}
+
 /* Asks NCCL for c's rank and size once the communicator is ready: not
  * while an operation is in progress, inside a group for one (NCCL 2.30.7's
  * ncclCommUserRank then fails and warns, src/init.cc ncclCommEnsureReady);
@@ -69,8 +84,8 @@ void settle(comm_rec *c)
     return; /* inside a group, or a non-blocking init still running */
   int rank = -1, nranks = 0;
   asking_nccl = 1;
-  int known = ncclCommUserRank(c->comm, &rank) == ncclSuccess &&
-              ncclCommCount(c->comm, &nranks) == ncclSuccess;
+  int known = real_user_rank(c->comm, &rank) == ncclSuccess &&
+              real_count(c->comm, &nranks) == ncclSuccess;
   asking_nccl = 0;
   if (known && nranks > 0 && rank >= 0 && rank < nranks) {
     c->rank = rank;

@@ -43,7 +43,7 @@
  * records.c, report.c, loader.c (whatran.h says what each keeps).
  */
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* dlsym(RTLD_NEXT), dl_iterate_phdr */
+#define _GNU_SOURCE /* dl_iterate_phdr */
 #endif
 #include <dlfcn.h>
 #include <link.h>
@@ -67,20 +67,6 @@ ncclResult_t ncclCommShrink(ncclComm_t comm, int *excludeRanksList,
 ncclResult_t ncclCommGrow(ncclComm_t comm, int nRanks,
                           const ncclUniqueId *uniqueId, int rank,
                           ncclComm_t *newcomm, ncclConfig_t *config);
-
-/* ------------------------------------------------------ the real calls */
-
-void *next_of(const char *name)
-{
-  void *f = dlsym(RTLD_NEXT, name);
-  if (f == NULL) {
-    fprintf(stderr, "libwhatran: %s is not defined after libwhatran.so"
-                    " (NCCL or the CUDA runtime is not loaded): %s\n",
-            name, dlerror());
-    abort();
-  }
-  return f;
-}
 
 uint64_t now(void) { return measuring == 1 ? engine_probe_now() : 0; }
 

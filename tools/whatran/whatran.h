@@ -1,9 +1,10 @@
 /* libwhatran.so's parts (tools/whatran): the records of communicators,
  * windows and calls (records.c), their classification and the report at
  * exit (report.c), the wrapped NCCL calls (whatran.c, whose header says
- * what the library does, and collectives.c), and CUPTI and the CUDA
- * runtime found at run time (loader.c). Everything here is hidden from the program
- * the library is preloaded into: only the wrappers are its interface. */
+ * what the library does, and collectives.c), and NCCL, CUPTI and the CUDA
+ * runtime found at run time wherever the process loaded them (loader.c).
+ * Everything here is hidden from the program the library is preloaded
+ * into: only the wrappers are its interface. */
 #ifndef WHATRAN_H
 #define WHATRAN_H
 
@@ -81,19 +82,35 @@ extern int measuring;            /* MEASURING_NOT_STARTED, then as above */
 extern _Thread_local int group_depth; /* inside ncclGroupStart .. End */
 extern _Thread_local int asking_nccl; /* settle's calls of NCCL run */
 
-/* whatran.c */
-/* The next definition of `name` after this library (NCCL's); aborts,
- * naming it, where there is none. */
+/* loader.c */
+/* The definition of `name` in an object this process loaded, other than
+ * this library and the program, wherever it was loaded: in the global
+ * scope or inside a library opened with RTLD_LOCAL, as Python opens
+ * PyTorch's libtorch_cuda.so and, with it, libnccl.so.2 (no dlsym on a
+ * global handle sees it there). NULL if none. */
+void *find_loaded(const char *name);
+/* NCCL's definition of `name`: the next one after this library
+ * (dlsym(RTLD_NEXT)), else find_loaded's. NULL if none. */
 void *next_of(const char *name);
-/* `next_fn`: the real call, resolved once (an atomic pointer: threads may
- * resolve it at once, and get the same value). */
+/* A wrapped call that no loaded library defines (NCCL not loaded, or older
+ * than the call): says so on stderr, once per call name (*said), and
+ * returns ncclSystemError. It never ends the program. */
+ncclResult_t no_nccl(const char *name, int *said);
+/* `next_fn`: the real call, resolved at its first use that finds it (an
+ * atomic pointer: threads may resolve it at once, and get the same
+ * value); where none is found, the wrapper returns no_nccl's result. */
 #define NEXT(name)                                                             \
   static __typeof__(name) *next_##name;                                        \
+  static int unfound_##name;                                                   \
   __typeof__(name) *next_fn = __atomic_load_n(&next_##name, __ATOMIC_ACQUIRE); \
   if (next_fn == NULL) {                                                       \
     next_fn = (__typeof__(name) *)next_of(#name);                              \
+    if (next_fn == NULL)                                                       \
+      return no_nccl(#name, &unfound_##name);                                  \
     __atomic_store_n(&next_##name, next_fn, __ATOMIC_RELEASE);                 \
   }
+
+/* whatran.c */
 uint64_t now(void);          /* CUPTI's clock while measuring, else 0 */
 void start_measuring(void);  /* once, at the first communicator */
 
