@@ -14,6 +14,9 @@ if [ ! -f "${CUDA_HOME:-/usr/local/cuda}/include/cupti.h" ]; then
   return 0
 fi
 S=$B/simso
+# The flags a user's program is built with here (nccl.h's and CUDA's headers).
+own_cflags=(-std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -I"$(dirname "$SUITE_NCCL_H")"
+  -idirafter "${CUDA_HOME:-/usr/local/cuda}/include")
 
 # preloaded [ENV=VALUE...] -- COMMAND...: runs COMMAND without the preload
 # (its stdout kept as $f.plain, its status as $plain_status), then with it.
@@ -221,6 +224,20 @@ if begin whatran/edge-cases-stops-before-nccl; then
   no_violation
   end
 fi
+# A non-blocking communicator asked its size before any poll: refused
+# while its init runs (ncclInProgress 7 from the init, ncclInvalidArgument
+# 4 from ncclCommCount, NCCL 2.30.7 src/init.cc), with or without the
+# preload: the library takes no look of its own at a non-blocking
+# communicator, which would end the simulated init early.
+if begin whatran/edge-cases-unpolled-nonblocking; then
+  preloaded -- "$S/edge_cases" unpolled
+  want_status 0
+  unchanged
+  want_out "unpolled: init 7, count before a poll 4, then 0"
+  want_err "Attempt to use communicator before the previous operation returned ncclSuccess"
+  no_violation
+  end
+fi
 # The library as users build it links neither CUPTI nor the CUDA runtime:
 # a machine without them starts every preloaded program (CUPTI missing is
 # "not measured", tools/whatran/loader.c), and it exports only NCCL's calls.
@@ -260,23 +277,75 @@ fi
 # thread launches its work, and each window's handle is written once a
 # poll says ready: the windows are counted, the calls' work is "not seen"
 # with that reason, and the replays launched by the program's own thread
-# are the symmetric kernel.
-# torch_style's lines at 4 ranks, from the case's $f.err.
+# are the symmetric kernel. At one rank NCCL copies in the calling thread
+# (a local copy; src/enqueue.cc, ncclLaunchOneRank); the split by parity
+# makes one communicator per color: of 1 rank each at 2 ranks, of 2 at 4.
+# want_torch_style_lines N: its lines at N ranks, from the case's $f.err.
 want_torch_style_lines() {
-  local inprogress="not seen: the call returned ncclInProgress (a non-blocking communicator), and NCCL's own thread launched its work later, which no call of the program holds"
-  want_err "What ran (libwhatran): communicator 1, 4 ranks, ranks 0-3: AllReduce of 1 MiB (1 call): $inprogress; AllReduce of 1 MiB (1 call): captured into a CUDA graph: its work runs at each replay; 2 windows registered (1 MiB, 1 MiB)"
-  # The split: one communicator per color (even ranks, odd ranks).
-  for c in 2 3; do
-    want_err "What ran (libwhatran): communicator $c, 2 ranks, ranks 0-1: AllGather of 2 MiB (1 call): $inprogress; 0 windows registered"
-  done
-  want_err "What ran (libwhatran): CUDA graph replays (12 launches): NCCL's symmetric kernel AllReduce_RSxLD_AGxST_sum_f32"
+  local n=$1 inprogress="not seen: the call returned ncclInProgress (a non-blocking communicator), and NCCL's own thread launched its work later, which no call of the program holds"
+  local local_copy="a local copy (1 copy, 0 kernels)" windows="2 windows registered (1 MiB, 1 MiB)"
+  local captured="AllReduce of 1 MiB (1 call): captured into a CUDA graph: its work runs at each replay"
+  case $n in
+  1)
+    want_err "What ran (libwhatran): communicator 1, 1 rank, rank 0: AllReduce of 1 MiB (1 call): $local_copy; $captured; $windows"
+    want_err "What ran (libwhatran): communicator 2, 1 rank, rank 0: AllGather of 1 MiB (1 call): $local_copy; 0 windows registered"
+    want_err "What ran (libwhatran): CUDA graph replays (3 launches): $local_copy" ;;
+  2 | 4)
+    want_err "What ran (libwhatran): communicator 1, $n ranks, ranks 0-$((n - 1)): AllReduce of 1 MiB (1 call): $inprogress; $captured; $windows"
+    for c in 2 3; do
+      if [ "$n" = 2 ]; then
+        want_err "What ran (libwhatran): communicator $c, 1 rank, rank 0: AllGather of 1 MiB (1 call): $local_copy; 0 windows registered"
+      else
+        want_err "What ran (libwhatran): communicator $c, 2 ranks, ranks 0-1: AllGather of 2 MiB (1 call): $inprogress; 0 windows registered"
+      fi
+    done
+    want_err "What ran (libwhatran): CUDA graph replays ($((3 * n)) launches): NCCL's symmetric kernel AllReduce_RSxLD_AGxST_sum_f32" ;;
+  esac
+  [ "$(grep -c "^What ran (libwhatran): communicator" "$f.err")" = $((n == 1 ? 2 : 3)) ] ||
+    why+="$(grep -c "^What ran (libwhatran): communicator" "$f.err") communicator lines, wanted $((n == 1 ? 2 : 3)); "
 }
-if begin whatran/torch-style-program; then
-  preloaded NTHREADS=4 -- "$S/torch_style"
-  want_status 0
-  unchanged
-  want_torch_style_lines
-  no_violation
+for n in 1 2 4; do
+  if begin whatran/torch-style-program-$n; then
+    preloaded NTHREADS=$n -- "$S/torch_style"
+    want_status 0
+    unchanged
+    want_out "rank $((n - 1)): done"
+    no_err "NCCL WARN"
+    want_torch_style_lines $n
+    no_violation
+    end
+  fi
+done
+# Its version before, which used the split's result at once, as NCCL
+# refuses (tests/whatran/torch_style.c split_ready, its first line
+# replaced): on a GPU with NCCL 2.30.7 it failed ("CommCount : comm
+# argument is NULL", "Attempt to use communicator before the previous
+# operation returned ncclSuccess"), and so it must here, with and without
+# the preload: the split wrote NULL, the parent was still in progress,
+# and the AllGather into a buffer sized by the failed ncclCommCount (0
+# bytes) is caught.
+old_torch_style=$B/simso/torch_style_split_unpolled
+if begin whatran/torch-style-split-result-used-at-once-fails; then
+  need whatran-programs
+  sed 's/^  return ready(parent) && \*child != NULL && ready(\*child);$/  return (void)parent, ready(*child);/' \
+    "$ROOT/tests/whatran/torch_style.c" >"$old_torch_style.c"
+  [ "$(diff "$ROOT/tests/whatran/torch_style.c" "$old_torch_style.c" | grep -c '^>')" = 1 ] ||
+    why+="split_ready's line was not found in torch_style.c; "
+  cc "${own_cflags[@]}" -o "$old_torch_style" "$old_torch_style.c" -L"$S" -Wl,-rpath,"$S" -lncclsim -pthread ||
+    why+="it did not build; "
+  for n in 1 2 4; do
+    for preload in "" "$S/libwhatran.so"; do
+      NTHREADS=$n LD_PRELOAD=$preload SIM_DIR=$TMPDIR run "$old_torch_style"
+      case=" at $n ranks${preload:+ under the preload}"
+      [ "$status" = 70 ] || why+="exit status $status$case, wanted 70; "
+      for warning in "ncclGetAsyncError : comm argument is NULL" "CommCount : comm argument is NULL" \
+        "ncclCommWindowRegister: NCCL WARN Attempt to use communicator before the previous operation returned ncclSuccess"; do
+        [ "$(grep -c -- "$warning" "$f.err")" = "$n" ] || why+="'$warning' $(grep -c -- "$warning" "$f.err") times$case, wanted $n; "
+      done
+      grep -q "RULE VIOLATION \[buffers-inside-allocations\] rank [0-9] in ncclAllGather: the receive buffer .* needs [0-9]* bytes, but it is not device memory" "$f.err" ||
+        why+="no AllGather into a buffer of 0 bytes caught$case; "
+    done
+  done
   end
 fi
 # The same program as a library that a program opens with dlopen(RTLD_LOCAL),
@@ -288,7 +357,7 @@ if begin whatran/dlopen-rtld-local-program; then
   want_status 0
   unchanged
   want_out "rank 3: done"
-  want_torch_style_lines
+  want_torch_style_lines 4
   no_err "libwhatran:"
   no_violation
   end
@@ -300,8 +369,6 @@ fi
 # leaves its stream at exit, as PyTorch-like programs do: CUDA frees it,
 # so the program's output, exit status and report stay whole.
 own=$B/own-program
-own_cflags=(-std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -I"$(dirname "$SUITE_NCCL_H")"
-  -idirafter "${CUDA_HOME:-/usr/local/cuda}/include")
 own_program() { # NAME CFLAGS...: torch_style.c built as a user builds it
   local name=$1
   shift

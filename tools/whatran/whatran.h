@@ -63,6 +63,8 @@ typedef struct comm_rec {
   ncclComm_t comm;
   int label;             /* communicator N, as this process numbers them */
   int rank, nranks;      /* -1 and 0 until NCCL said them */
+  int nonblocking;       /* NCCL's thread does its work: the library never
+                            asks its state, and waits for the program's poll */
   int done;              /* destroyed: classified, and its handle reusable */
   window windows[MAX_WINDOWS];
   int nwindows;
@@ -117,14 +119,27 @@ void start_measuring(void);  /* once, at the first communicator */
 /* records.c (the lock held unless said) */
 comm_rec *find(ncclComm_t comm);
 int label_of(const ncclUniqueId *id);
-void settle(comm_rec *c);     /* asks NCCL c's rank, once it is ready */
+/* How settle may learn that a communicator is ready: by a look of its own
+ * (ncclCommGetAsyncError), on a blocking one only (on a non-blocking one
+ * a look joins NCCL's thread in the program's place); by any look (at
+ * exit); or the program's poll just said so. */
+enum look { LOOK_IF_BLOCKING, LOOK_ANY, READY_SAID };
+void settle(comm_rec *c, enum look how); /* asks NCCL c's rank once ready */
 /* NCCL's ncclCommGetAsyncError (not this library's wrapper of it). */
 ncclResult_t real_async_error(ncclComm_t comm, ncclResult_t *state);
 /* The program's poll said comm is ready: its rank, and the handles NCCL
  * wrote since. Takes the lock. */
 void now_ready(ncclComm_t comm);
-void settle_all(void);
-void note_comm(ncclComm_t comm, int label);       /* takes the lock */
+void settle_all(enum look how);
+void note_comm(ncclComm_t comm, int label, int nonblocking); /* takes the lock */
+int is_nonblocking(ncclComm_t comm);              /* takes the lock */
+comm_rec *note_comm_locked(ncclComm_t comm, int label, int nonblocking);
+/* A split whose new communicator NCCL writes into *where later (a
+ * non-blocking parent): noted, under `id`, when the program's poll says
+ * the parent is ready, or when the calling thread first uses it. Takes
+ * the lock. */
+void split_later(ncclComm_t parent, ncclComm_t *where, const ncclUniqueId *id,
+                 int nonblocking);
 int size_of(ncclComm_t comm);                     /* takes the lock */
 int rank_of(ncclComm_t comm);                     /* takes the lock */
 /* A collective on comm: `what` holds its sizes and in_place; a
@@ -135,6 +150,14 @@ void note_call(ncclComm_t comm, enum coll coll, const call *what,
 void end_group(uint64_t t1);                      /* takes the lock */
 /* A line of the report: stderr, or appended to WHATRAN_OUT. */
 void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* splits.c (the lock held) */
+/* The program's poll said `parent` is ready: the splits of it that NCCL
+ * owed are written now (or never: NCCL_SPLIT_NOCOLOR, a failure). */
+void splits_ready(ncclComm_t parent);
+/* comm, not known yet, as the result of a split of this thread's: noted
+ * under the split's label, else NULL. */
+comm_rec *adopt_split(ncclComm_t comm);
 
 /* report.c */
 void classify(comm_rec *c);
