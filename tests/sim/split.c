@@ -140,8 +140,10 @@ ncclResult_t ncclCommInitAll(ncclComm_t *comms_out, int ndev,
   return res;
 }
 
-/* A queued collective runs in the thread that waits for it, and waits
- * there for its peers' parts: one thread that queues the collectives of
+/* A thread without a rank of its own (ncclCommInitAll made the
+ * communicators in threads of its own) takes the rank of its first
+ * collective's. A queued collective runs in the thread that waits for it,
+ * and waits there for its peers' parts: one thread that queues the collectives of
  * several ranks of one communicator (ncclCommInitAll's use from a single
  * thread, in a group) would wait for itself. Not simulated, and said. */
 void one_thread_per_rank(ncclComm_t comm)
@@ -150,6 +152,8 @@ void one_thread_per_rank(ncclComm_t comm)
   static _Thread_local unsigned long me; /* this thread, never reused */
   if (me == 0)
     me = __atomic_add_fetch(&threads, 1, __ATOMIC_RELAXED);
+  if (thread_rank < 0) /* a rank of ncclCommInitAll's: its thread now */
+    thread_rank = comm->rank;
   pthread_mutex_lock(&lock);
   comm->nb.driver = me;
   for (struct ncclComm *c = comms; c != NULL; c = c->next)

@@ -372,10 +372,15 @@ own=$B/own-program
 own_program() { # NAME CFLAGS...: torch_style.c built as a user builds it
   local name=$1
   shift
+  own_program_of torch_style.c "$name" "$@"
+}
+own_program_of() { # SOURCE NAME CFLAGS...: a program of tests/whatran, the same way
+  local source=$1 name=$2
+  shift 2
   mkdir -p "$own/libs"
   for so in libnccl.so libcudart.so; do ln -sfn "$S/libncclsim.so" "$own/libs/$so"; done
   # --no-as-needed: both names lead to one library here, and each must stay.
-  cc "${own_cflags[@]}" "$@" -o "$own/$name" "$ROOT/tests/whatran/torch_style.c" -L"$own/libs" \
+  cc "${own_cflags[@]}" "$@" -o "$own/$name" "$ROOT/tests/whatran/$source" -L"$own/libs" \
     -Wl,--no-as-needed -lnccl -lcudart -pthread
 }
 if begin whatran/simulate-preload-own-program; then
@@ -404,6 +409,34 @@ if begin whatran/simulate-preload-stream-left-at-exit; then
   no_err "RULE VIOLATION"
   end
 fi
+# ncclCommInitAll (tests/whatran/init_all.c): a communicator of a rank per
+# simulated GPU in one process, its ranks then each in a thread. What the
+# simulation lacks says so, naming it, where the program calls it: one
+# thread running every rank's collective (NCCL's usual use of
+# ncclCommInitAll: the simulation runs a rank's queued work in the thread
+# that waits for it), and a call it does not simulate (ncclBroadcast).
+if begin whatran/simulate-preload-init-all; then
+  need whatran-programs
+  own_program_of init_all.c init_all || why+="the program did not build; "
+  NTHREADS=3 run "$ROOT/tools/simulate.sh" --preload "$own/init_all"
+  want_status 0
+  for r in 0 1 2; do want_out "rank $r: done"; done
+  want_err "What ran (libwhatran): communicator 1, 3 ranks, ranks 0-2: AllReduce of 4 KiB (1 call): NCCL's regular kernels of the RING family (no symmetric kernel): no window: neither buffer is registered; 0 windows registered"
+  no_violation
+  end
+fi
+for unsimulated in "one-thread:one thread queuing collectives of ranks 0 and 1 of one communicator" \
+  "broadcast:ncclBroadcast"; do
+  if begin "whatran/simulate-preload-init-all-${unsimulated%%:*}-not-simulated"; then
+    need whatran-programs
+    own_program_of init_all.c init_all || why+="the program did not build; "
+    NTHREADS=2 run "$ROOT/tools/simulate.sh" --preload "$own/init_all" "${unsimulated%%:*}"
+    want_status 70
+    want_err "ncclsim: not simulated here: ${unsimulated#*:}"
+    no_err "libwhatran:"
+    end
+  fi
+done
 if begin whatran/simulate-preload-refuses-a-program-without-nccl; then
   run "$ROOT/tools/simulate.sh" --preload "$(type -P true)"
   want_status 2
