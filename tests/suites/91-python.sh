@@ -3,7 +3,9 @@
 # Lane: first (tests/run_tests.sh runs the lanes of a whole run at once)
 
 # ------------------------------------------------- the Python variants
-PY_SCRIPTS="01_allreduce/python/allreduce_sm.py 02_allgather/python/allgather_ce.py"
+# With the PyTorch program for What ran's runs on a GPU (it needs PyTorch
+# and a GPU to run: compiled and checked here only).
+PY_SCRIPTS="01_allreduce/python/allreduce_sm.py 02_allgather/python/allgather_ce.py tests/whatran/torch_collectives.py"
 if command -v python3 >/dev/null; then
   if begin python/compile; then
     run python3 -m py_compile $PY_SCRIPTS common/python/example_utils.py common/python/gpu_choice.py

@@ -96,13 +96,16 @@ static void *rank_main(void *arg)
        "ncclAllReduce");
   cudaGraph_t graph;
   cudaGraphExec_t exec;
-  cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+  STEP(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) ==
+           cudaSuccess,
+       "cudaStreamBeginCapture");
   STEP(started(ncclAllReduce(x, y, COUNT, ncclFloat, ncclSum, world, s)) && ready(world),
        "ncclAllReduce being captured");
-  cudaStreamEndCapture(s, &graph);
-  cudaGraphInstantiate(&exec, graph, 0);
+  STEP(cudaStreamEndCapture(s, &graph) == cudaSuccess &&
+           cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess,
+       "cudaStreamEndCapture");
   for (int i = 0; i < 3; i++)
-    cudaGraphLaunch(exec, s);
+    STEP(cudaGraphLaunch(exec, s) == cudaSuccess, "cudaGraphLaunch");
   STEP(started(ncclAllGather(x, g, COUNT, ncclFloat, half, s)) && ready(half),
        "ncclAllGather");
   STEP(cudaStreamSynchronize(s) == cudaSuccess, "cudaStreamSynchronize");
