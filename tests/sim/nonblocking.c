@@ -226,7 +226,7 @@ void nonblocking_forget(ncclComm_t comm)
 
 ncclResult_t nonblocking_group_end(ncclResult_t res)
 {
-  int handed = 0;
+  int to_nccl_thread = 0;
   pthread_mutex_lock(&lock);
   for (int i = 0; i < npending; i++)
     hand_over(pending[i]);
@@ -236,12 +236,12 @@ ncclResult_t nonblocking_group_end(ncclResult_t res)
     c->nb.made_in_group = 0;
     if (c->nb.nonblocking && (c->nranks > 1 || joined[i].job)) {
       c->nb.in_progress = 1;
-      handed = 1;
+      to_nccl_thread = 1;
     }
   }
   njoined = 0;
   pthread_mutex_unlock(&lock);
-  return res == ncclSuccess && handed ? ncclInProgress : res;
+  return res == ncclSuccess && to_nccl_thread ? ncclInProgress : res;
 }
 
 /* ------------------------------------------------- looks at the state */
