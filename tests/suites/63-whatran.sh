@@ -217,6 +217,27 @@ if begin whatran/edge-cases-unpolled-nonblocking; then
   no_violation
   end
 fi
+# A call to make a communicator that came through the preload and failed
+# (a rank out of range: ncclInvalidArgument, 4): at exit, that is what the
+# library says, not that no call came through. Python's ctypes calls the
+# wrapper found in the global scope, the simulation's library opened into
+# it.
+if command -v python3 >/dev/null && begin whatran/no-communicator-made-calls-failed; then
+  need whatran-programs
+  LD_PRELOAD="$S/libwhatran.so" SIM_DIR=$TMPDIR run python3 -c '
+import ctypes, sys
+class UniqueId(ctypes.Structure):
+    _fields_ = [("internal", ctypes.c_char * 128)]
+sim = ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)
+uid, comm = UniqueId(), ctypes.c_void_p()
+assert sim.ncclGetUniqueId(ctypes.byref(uid)) == 0
+print(ctypes.CDLL(None).ncclCommInitRank(ctypes.byref(comm), 2, uid, 5))' "$S/libncclsim.so"
+  want_status 0
+  want_out "4"
+  want_err "What ran (libwhatran): the program made no NCCL communicator: its calls to make one did not succeed"
+  no_err "no call to it went through this library"
+  end
+fi
 # The library as users build it links neither CUPTI nor the CUDA runtime:
 # a machine without them starts every preloaded program (CUPTI missing is
 # "not measured", tools/whatran/loader.c), and it exports only NCCL's calls.

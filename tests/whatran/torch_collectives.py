@@ -53,7 +53,9 @@ def main():
     print(f"rank {rank} of {world}: all_reduce {reduce_wrong or 'ok'}, all_gather {gather_wrong or 'ok'}",
           flush=True)
     if rank == 0:
-        print("NCCL " + ".".join(str(v) for v in torch.cuda.nccl.version()), flush=True)
+        version = torch.cuda.nccl.version()  # a tuple of numbers, or one number
+        print("NCCL " + (".".join(map(str, version)) if isinstance(version, tuple) else str(version)),
+              flush=True)
     dist.destroy_process_group()
     return 0 if reduce_wrong is None and gather_wrong is None else 1
 

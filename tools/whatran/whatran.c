@@ -29,6 +29,10 @@
  * stderr (or to WHATRAN_OUT, appended); WHATRAN_JSON appends one JSON
  * object per rank and communicator. It changes nothing the program sees:
  * every call is passed on with its arguments and its result returned.
+ * It finds NCCL wherever the process loaded it, a library opened with
+ * RTLD_LOCAL included (as Python opens PyTorch's), and never ends the
+ * program: a call that no library defines is said once and returns
+ * ncclSystemError (loader.c).
  * It links neither CUPTI nor the CUDA runtime (loader.c): without CUPTI,
  * or with CUPTI failing (or held by a profiler), its lines say "not
  * measured". A child process forked from a measured one reports its own
@@ -86,17 +90,21 @@ static int nccl_library(struct dl_phdr_info *info, size_t size, void *found)
   return 0;
 }
 
-/* At exit, where no communicator was seen. NCCL loaded with the program
- * (a library it links) is reached through this library's wrappers: the
- * program made no communicator. NCCL opened later may be reached past
- * them, through dlsym on a handle of the program's own. */
+/* At exit, where no communicator was seen. A call to make one that came
+ * through (measuring started) did not succeed. Else NCCL loaded with the
+ * program (a library it links) is reached through this library's
+ * wrappers: the program made no communicator. NCCL opened later may be
+ * reached past them, through dlsym on a handle of the program's own. */
 static void nothing_seen(void)
 {
   int found = 0;
   if (comms != NULL || getpid() != owner)
     return;
   dl_iterate_phdr(nccl_library, &found);
-  if (found && nccl_at_load)
+  if (measuring != MEASURING_NOT_STARTED) /* a call to make one came through */
+    say("What ran (libwhatran): the program made no NCCL communicator: its"
+        " calls to make one did not succeed\n");
+  else if (found && nccl_at_load)
     say("What ran (libwhatran): the program made no NCCL communicator"
         " (it may have stopped before its first NCCL call)\n");
   else if (found)
