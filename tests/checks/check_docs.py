@@ -54,16 +54,19 @@ from page_checks import (check_fact_citations, check_links, check_typed_counts, 
 
 SIM = os.path.join(ROOT, "tests", "build", "sim-pthread")
 LSA_SIM = os.path.join(ROOT, "tests", "build", "lsa-pthread")  # tests/Makefile: lsa-programs
+FAST_SIM = os.path.join(ROOT, "tests", "build", "fast-pthread")  # tests/Makefile: fast-programs
 MAIN = {"allreduce_sm": "01_allreduce/c/main.c", "allgather_ce": "02_allgather/c/main.c",
-        "allreduce_lsa": "03_allreduce_lsa/c/main.cu"}
+        "allreduce_lsa": "03_allreduce_lsa/c/main.cu", "allreduce_fast": "04_allreduce_fast/c/main.cu"}
+DEVICE_API = ("allreduce_lsa", "allreduce_fast")  # built only where an nccl.h >= 2.30.7 is
 
 
-def run_sim(program, nranks):
-    sim = LSA_SIM if program == "allreduce_lsa" else SIM
+def run_sim(program, nranks, count=None):
+    sim = {"allreduce_lsa": LSA_SIM, "allreduce_fast": FAST_SIM}.get(program, SIM)
     if not os.path.exists(os.path.join(sim, program)):
         return [f"(not built: {sim}/{program}; run make -C tests first)"]
     with tempfile.TemporaryDirectory() as tmp:
-        out = subprocess.run([os.path.join(sim, program)], capture_output=True, text=True, timeout=60,
+        args = [os.path.join(sim, program)] + (["-n", str(count)] if count else [])
+        out = subprocess.run(args, capture_output=True, text=True, timeout=120,
                              env=dict(os.environ, SIM_DIR=tmp, SIM_DEVICES=str(nranks), NTHREADS=str(nranks)))
     return [f"(exit status {out.returncode}: {out.stderr.strip()[-300:]})"] * (out.returncode != 0) + \
         out.stdout.rstrip("\n").split("\n")
@@ -255,7 +258,7 @@ def main():
         return 1 if problems else 0
     problems = []
     sources = {p: [l.strip() for l in open(os.path.join(ROOT, p)).read().split("\n")]
-               for p in tracked("*.c") + tracked("*.h") + tracked("*.cu")}
+               for p in tracked("*.c") + tracked("*.h") + tracked("*.cu") + tracked("*.cuh")}
     main_lines = {prog: open(os.path.join(ROOT, path)).read().split("\n") for prog, path in MAIN.items()}
     recorded_reports = {line for path in glob.glob(os.path.join(ROOT, "docs", "what-ran", "h200-*.txt"))
                         for line in open(path).read().split("\n")}
@@ -263,17 +266,18 @@ def main():
     for doc in tracked("*.md"):
         text = open(os.path.join(ROOT, doc)).read()
         for lang, lines, before, _ in code_blocks(text):
-            m = re.match(r"<!-- expected-output (\S+) (\d+) on the simulation -->", before.strip())
+            m = re.match(r"<!-- expected-output (\S+) (\d+)(?: -n (\d+))? on the simulation -->", before.strip())
             if m:  # the whole block, What ran too, as the simulation prints it
                 checked += 1
                 prog, n = m.group(1), int(m.group(2))
-                if lines != (oracle := expected_output.expected(prog, n, measured=True)):
+                count = int(m.group(3)) if m.group(3) else expected_output.DEFAULT_COUNT
+                if lines != (oracle := expected_output.expected(prog, n, count, measured=True)):
                     problems.append(f"{doc}: expected output of {prog} on {n} ranks (simulated) differs"
                                     " from the oracle's:")
                     problems += [f"  {line}" for line in difflib.unified_diff(
                         lines, oracle, "README", "the oracle", lineterm="", n=1)]
-                got = run_sim(prog, n)
-                if not (got[0].startswith("(not built") and prog == "allreduce_lsa") and \
+                got = run_sim(prog, n, m.group(3))
+                if not (got[0].startswith("(not built") and prog in DEVICE_API) and \
                         expected_output.without_report(got) != expected_output.without_report(lines):
                     problems.append(f"{doc}: expected output of {prog} on {n} ranks differs from the simulated"
                                     f" program's: {[l for l in got if l not in lines][:2]}")
