@@ -40,9 +40,12 @@
  * so that a small message meets at few barriers. */
 #define FLOATS_PER_CTA                                                         \
   ((size_t)THREADS_PER_CTA * UNROLL * FLOATS_PER_VECTOR)
-/* Up to this many bytes per rank the lesson runs one-shot, above it
- * two-shot (see README.md for the measurement that chose it). */
-#define ONE_SHOT_MAX_BYTES ((size_t)256 * 1024)
+/* The lesson's choice: one-shot while the bytes it reads per rank (every
+ * rank's whole buffer: ranks x size) are at most this, else the push
+ * kernel of stage 2, which reads and writes the least. Measured on one
+ * H100 with 2 ranks sharing it (README.md): one-shot was the fastest up to
+ * 1 MiB per rank, the push kernel from 4 MiB; two-shot at no size. */
+#define ONE_SHOT_MAX_READ ((size_t)2 * 1024 * 1024)
 
 enum stage { STAGE_VECTORS, STAGE_GRID, STAGE_ONE_SHOT, STAGE_TWO_SHOT, STAGE_CHOSEN };
 #define NSTAGES 5
@@ -52,6 +55,7 @@ enum stage { STAGE_VECTORS, STAGE_GRID, STAGE_ONE_SHOT, STAGE_TWO_SHOT, STAGE_CH
 struct Launcher {
   ncclDevComm devComm;
   int grid_max;
+  int nranks;
 };
 
 /* CTAs for `count` floats: enough for every thread to move UNROLL vectors,
@@ -72,16 +76,22 @@ static const char *const stage_texts[NSTAGES] = {
     "stage 2: the grid sized to the GPU",
     "stage 3: one-shot",
     "stage 3: two-shot",
-    "the lesson's choice: one-shot or two-shot by size",
+    "the lesson's choice: one-shot, or the push kernel for larger messages",
 };
+
+/* The kernel the lesson ships for `count` floats per rank on `nranks`. */
+static enum stage chosen_for(size_t count, int nranks)
+{
+  const size_t read = count * sizeof(float) * (size_t)nranks;
+  return read <= ONE_SHOT_MAX_READ ? STAGE_ONE_SHOT : STAGE_GRID;
+}
 
 /* Queues one AllReduce of `count` floats per rank, as stage `s` runs it. */
 static void launch(const Launcher *l, enum stage s, Windows w,
                    cudaStream_t stream)
 {
-  const size_t bytes = w.count * sizeof(float);
   if (s == STAGE_CHOSEN)
-    s = bytes <= ONE_SHOT_MAX_BYTES ? STAGE_ONE_SHOT : STAGE_TWO_SHOT;
+    s = chosen_for(w.count, l->nranks);
   const int grid = s != STAGE_VECTORS ? grid_for(w.count, l->grid_max)
                    : SMALL_GRID < l->grid_max ? SMALL_GRID
                                               : l->grid_max;
@@ -161,6 +171,7 @@ static int allreduce_fast(const rank_ctx *ctx)
    * Every rank's CTAs must be on the GPU at once; a rank launches at most
    * grid_max, fewer for a small message (grid_for). */
   Launcher launcher;
+  launcher.nranks = total_ranks;
   launcher.grid_max = grid_max_of(ctx);
   if (launcher.grid_max < 1)
     return refuse(comm);
@@ -244,7 +255,8 @@ static int allreduce_fast(const rank_ctx *ctx)
                             cudaMemcpyDeviceToHost, stream));
   CUDACHECK(cudaStreamSynchronize(stream));
   print_root(ctx, "AllReduce kernel completed (%s)\n",
-             size_bytes <= ONE_SHOT_MAX_BYTES ? "one-shot" : "two-shot");
+             chosen_for(count, total_ranks) == STAGE_ONE_SHOT ? "one-shot"
+                                                             : "push");
   ok &= verify_allreduce_pattern(ctx, h_result, count);
 
   /* STEP 9: Clean up: the device communicator first, then as 03 ---------- */
@@ -282,6 +294,7 @@ static int kernel_usable(const rank_ctx *ctx, ncclComm_t comm)
 static void *kernel_setup(const rank_ctx *ctx, ncclComm_t comm)
 {
   Launcher *l = (Launcher *)host_calloc(1, sizeof *l);
+  l->nranks = ctx->nranks;
   l->grid_max = grid_max_of(ctx);
   ncclDevCommRequirements reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
   reqs.lsaBarrierCount = l->grid_max;

@@ -28,7 +28,7 @@ SIM_SMS = 132
 SIM_CTA_SLOTS = 132
 FAST_THREADS = 512
 FAST_FLOATS_PER_CTA = FAST_THREADS * 4 * 4  # threads * UNROLL * floats per vector
-FAST_ONE_SHOT_MAX_BYTES = 256 * 1024
+FAST_ONE_SHOT_MAX_READ = 2 * 1024 * 1024  # bytes one-shot reads per rank: ranks x size
 FAST_STAGES = ["stage 1: 16-byte vectors, 16 CTAs", "stage 2: the grid sized to the GPU",
                "stage 3: one-shot", "stage 3: two-shot"]
 
@@ -125,7 +125,7 @@ def lesson(program, n, count, ngpus, null_windows=False, local_registration=None
         out += [f"  Rank {r} created device communicator with {most} LSA barriers" for r in ranks]
         out.append(f"Starting AllReduce with {count} elements ({size // 1048576} MB) in 4 kernels")
         out += [f"  {stage}: verified" for stage in FAST_STAGES]
-        shot = "one-shot" if size <= FAST_ONE_SHOT_MAX_BYTES else "two-shot"
+        shot = "one-shot" if size * n <= FAST_ONE_SHOT_MAX_READ else "push"
         out.append(f"AllReduce kernel completed ({shot})")
         # element 0 of rank r is r + 1 (common/src/verify.c, pattern_value)
         total = n * (n + 1) // 2

@@ -40,8 +40,8 @@ fast_output_case() { # VARIANT NRANKS COUNT
 for n in 1 2 3 4 5 6 7 8; do fast_output_case fast-pthread $n 4099; done
 for n in 1 2 4 8; do fast_output_case fast-mpi $n 4099; done
 for c in 1 3 100003; do fast_output_case fast-pthread 3 $c; done
-fast_output_case fast-pthread 4 65536 # at the one-shot's limit: 256 KiB
-fast_output_case fast-pthread 4 65537 # one float past it: two-shot
+fast_output_case fast-pthread 4 131072 # at the one-shot's limit: 4 x 512 KiB read
+fast_output_case fast-pthread 4 131073 # one float past it: the push kernel
 
 # The kernels at window offsets, threads and MPI (tests/fast/offsets.cu:
 # 264 cases per run, every element of the window checked).
@@ -115,7 +115,7 @@ fast_broken wrong rank-0-never-read "wrong result on rank" kernels.cuh \
 if fast_case fast/bench/fast-pthread-2; then
   SIM_DIR=$TMPDIR NTHREADS=2 SIM_DEVICES=2 run "$B/fast-pthread/allreduce_fast" --bench -b 4K -e 4K -w 1 -i 2 -r 1
   want_status 0
-  want_out "# modes: vec = stage 1: 16-byte vectors, 16 CTAs; grid = stage 2: the grid sized to the GPU; 1shot = stage 3: one-shot; 2shot = stage 3: two-shot; fast = the lesson's choice: one-shot or two-shot by size; sym = ncclAllReduce on symmetric windows; plain = ncclMemAlloc buffers, no windows"
+  want_out "# modes: vec = stage 1: 16-byte vectors, 16 CTAs; grid = stage 2: the grid sized to the GPU; 1shot = stage 3: one-shot; 2shot = stage 3: two-shot; fast = the lesson's choice: one-shot, or the push kernel for larger messages; sym = ncclAllReduce on symmetric windows; plain = ncclMemAlloc buffers, no windows"
   want_out "Benchmark results verified correctly"
   no_violation
   end
