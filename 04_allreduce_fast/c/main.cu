@@ -34,7 +34,7 @@
 #endif
 
 #define THREADS_PER_CTA 512
-/* Step 1's grid: lesson 03's (and nccl-tests' device kernels' default). */
+/* Stage 1's grid: lesson 03's (and nccl-tests' device kernels' default). */
 #define SMALL_GRID 16
 /* The CTAs one operation needs: one per THREADS_PER_CTA * UNROLL vectors,
  * so that a small message meets at few barriers. */
@@ -47,7 +47,13 @@
  * 1 MiB per rank, the push kernel from 4 MiB; two-shot at no size. */
 #define ONE_SHOT_MAX_READ ((size_t)2 * 1024 * 1024)
 
-enum stage { STAGE_VECTORS, STAGE_GRID, STAGE_ONE_SHOT, STAGE_TWO_SHOT, STAGE_CHOSEN };
+enum stage {
+  STAGE_VECTORS,  /* stage 1: allreduce_push on 16 CTAs */
+  STAGE_GRID,     /* stage 2: allreduce_push on the grid sized to the GPU */
+  STAGE_ONE_SHOT, /* stage 3 */
+  STAGE_TWO_SHOT, /* stage 3 */
+  STAGE_CHOSEN    /* the lesson's choice by size */
+};
 #define NSTAGES 5
 
 /* The launch of each stage; grid_max is what STEP 3 of the lifecycle found
@@ -69,8 +75,8 @@ static int grid_for(size_t count, int grid_max)
 }
 
 /* What stage `s` runs, for the output and the bench. */
-static const char *const stage_names[NSTAGES] = {"vec", "grid", "1shot", "2shot",
-                                               "fast"};
+static const char *const stage_names[NSTAGES] = {"vec", "grid", "1shot",
+                                                "2shot", "fast"};
 static const char *const stage_texts[NSTAGES] = {
     "stage 1: 16-byte vectors, 16 CTAs",
     "stage 2: the grid sized to the GPU",
