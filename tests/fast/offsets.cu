@@ -23,9 +23,12 @@
 #include "example.h"
 #include "kernels.cuh"
 
-#define THREADS 64 /* few fibers on the simulation; the kernels take any blockDim */
-#define GRID    3 /* CTAs: few, so that each thread walks the grid stride */
-#define SPAN    8192 /* floats per window: room for every offset and count */
+/* Few fibers on the simulation (the kernels take any blockDim), and few
+ * CTAs, so that each thread walks the grid stride; room in the windows
+ * for every offset and count. */
+#define THREADS 64
+#define GRID    3
+#define SPAN    8192 /* floats per window */
 
 static const size_t offsets[][2] = {{0, 0}, {4, 4},  {8, 8},  {12, 12},
                                     {4, 8}, {0, 12}, {12, 0}, {8, 4}};
