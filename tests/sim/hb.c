@@ -162,8 +162,8 @@ static void hb_kernel_start(hb_domain *d, int rank, int nlanes)
   for (int l = 0; l <= nlanes; l++) {
     const int u = hb_unit(rank, l < nlanes ? l : HB_NONE);
     join(hb_clock(d, CUR, u), hb_clock(d, CUR, host), d->units);
-    next_segment(d, u);
     memcpy(hb_clock(d, RELEASED, u), hb_clock(d, CUR, u), d->vc_bytes);
+    next_segment(d, u); /* the kernel's own accesses come after it */
   }
   next_segment(d, host);
 }
