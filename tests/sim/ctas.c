@@ -4,11 +4,14 @@
  *    simulated build rewrites `__shared__ T name;` into a reference to it,
  *    sim/compile_cu.sh), and the launch's dynamic shared memory (extern
  *    __shared__); fresh, it reads as a pattern, as a GPU's leftovers may;
+ *    each with a shadow, so that its threads' accesses are checked
+ *    (shadow.c);
  *  - warps: threads 32k .. 32k+31 of a CTA; __syncwarp, the shuffles and
  *    the votes wait for every thread of the warp (a mask must name them
  *    all: a warp operation on part of a warp is not simulated here), and a
  *    warp barrier that a thread of the warp left by ending is a rule
- *    violation, as a CTA barrier is. */
+ *    violation, as a CTA barrier is; a warp barrier orders what the
+ *    warp's threads did before it (their wphase). */
 #include "sim.h"
 
 #include "ncclsim_device.h"
@@ -19,8 +22,26 @@
 #include <unistd.h>
 
 #include "fibers.h"
+#include "shadow.h"
 
 #define FRESH_SHARED 0xff /* every float NaN, every int -1 */
+
+/* A new __shared__ block of the calling CTA, of `bytes`, fresh, with its
+ * shadow (shadow.c: one writer and two readers kept per word). */
+static shared_block *new_block(cta *c, unsigned id, size_t bytes, size_t align)
+{
+  shared_block *more = realloc(c->shared, (c->nshared + 1) * sizeof *more);
+  void *p = aligned_alloc(align < 16 ? 16 : align, (bytes + 15) / 16 * 16);
+  void *shadow = calloc(1, shadow_bytes((bytes + 3) / 4, SHARED_SLOTS));
+  if (more == NULL || p == NULL || shadow == NULL) {
+    fprintf(stderr, "ncclsim: out of memory for a CTA's __shared__ memory\n");
+    _exit(SIM_EXIT_VIOLATION);
+  }
+  memset(p, FRESH_SHARED, bytes);
+  c->shared = more;
+  c->shared[c->nshared] = (shared_block){id, p, bytes, shadow};
+  return &c->shared[c->nshared++];
+}
 
 void *ncclsim_shared_object(unsigned id, size_t bytes, size_t align)
 {
@@ -28,23 +49,12 @@ void *ncclsim_shared_object(unsigned id, size_t bytes, size_t align)
   for (unsigned i = 0; i < c->nshared; i++)
     if (c->shared[i].id == id)
       return c->shared[i].p;
-  shared_block *more = realloc(c->shared, (c->nshared + 1) * sizeof *more);
-  void *p = aligned_alloc(align < 16 ? 16 : align,
-                          (bytes + 15) / 16 * 16);
-  if (more == NULL || p == NULL) {
-    fprintf(stderr, "ncclsim: out of memory for a CTA's __shared__ memory\n");
-    _exit(SIM_EXIT_VIOLATION);
-  }
-  memset(p, FRESH_SHARED, bytes);
-  c->shared = more;
-  c->shared[c->nshared++] = (shared_block){id, p};
-  return p;
+  return new_block(c, id, bytes, align)->p;
 }
 
 void *ncclsim_dynamic_shared(void)
 {
-  fiber *f = me("extern __shared__ memory");
-  cta *c = f->cta;
+  (void)me("extern __shared__ memory");
   const size_t bytes = running->k->shared;
   if (bytes == 0) {
     char place[256];
@@ -52,24 +62,29 @@ void *ncclsim_dynamic_shared(void)
               "extern __shared__ memory used, but the launch asked for 0"
               " bytes of it (the third <<<>>> argument)");
   }
-  if (c->dynamic_shared == NULL) {
-    c->dynamic_shared = aligned_alloc(16, (bytes + 15) / 16 * 16);
-    if (c->dynamic_shared == NULL) {
-      fprintf(stderr, "ncclsim: out of memory for dynamic shared memory\n");
-      _exit(SIM_EXIT_VIOLATION);
-    }
-    memset(c->dynamic_shared, FRESH_SHARED, bytes);
+  return ncclsim_shared_object(DYNAMIC_SHARED, bytes, 16);
+}
+
+shared_block *shared_block_of(const void *p)
+{
+  cta *c = running->current->cta;
+  const unsigned char *b = p;
+  for (unsigned i = 0; i < c->nshared; i++) {
+    const unsigned char *base = c->shared[i].p;
+    if (b >= base && b < base + c->shared[i].bytes)
+      return &c->shared[i];
   }
-  return c->dynamic_shared;
+  return NULL;
 }
 
 void cta_release(cta *c)
 {
-  for (unsigned i = 0; i < c->nshared; i++)
+  for (unsigned i = 0; i < c->nshared; i++) {
     free(c->shared[i].p);
+    free(c->shared[i].shadow);
+  }
   free(c->shared);
-  free(c->dynamic_shared);
-  c->shared = NULL, c->nshared = 0, c->dynamic_shared = NULL;
+  c->shared = NULL, c->nshared = 0;
 }
 
 /* ---------------------------------------------------------- warps */
@@ -124,11 +139,13 @@ static void warp_barrier(fiber *f, unsigned mask, const char *what)
     return;
   }
   c->warp_arrived[w] = 0;
-  for (unsigned t = w * WARP; t < w * WARP + n; t++)
+  for (unsigned t = w * WARP; t < w * WARP + n; t++) {
+    c->threads[t].wphase++; /* what each did before is ordered for all */
     if (c->threads[t].state == FIBER_AT_WARP_SYNC) {
       c->threads[t].state = FIBER_READY;
       running->ready[running->nready++] = &c->threads[t];
     }
+  }
 }
 
 void ncclsim_warp_sync(unsigned mask)
@@ -170,4 +187,3 @@ unsigned ncclsim_warp_ballot(unsigned mask, int predicate)
 
 unsigned ncclsim_lane_id(void) { return me("a lane id")->linear % WARP; }
 
-void ncclsim_fence(void) { (void)me("__threadfence"); }

@@ -12,7 +12,10 @@
  *    from a seed: SIM_SEED, else one drawn per launch; every message of a
  *    broken rule names it, so that SIM_SEED=S repeats the schedule;
  *  - a thread runs until it waits (a CTA or warp barrier, a peer), or
- *    ends.
+ *    ends, or, before one of its accesses to memory, the schedule gives
+ *    the CPU to another (one time in SWITCH_ODDS);
+ *  - the threads of a CTA meet at a barrier only from the same call of
+ *    it (cta-barrier).
  * A CTA whose threads wait at a CTA barrier that one of them left by
  * ending is a rule violation (the GPU would hang). An access past the end
  * of an ncclMemAlloc buffer (its guard page) is named, with its place. */
@@ -30,6 +33,7 @@
 #include <unistd.h>
 
 #include "fibers.h"
+#include "shadow.h"
 
 _Thread_local grid_run *running;
 
@@ -105,7 +109,34 @@ void spin_yield(void)
   to_scheduler(f);
 }
 
-void ncclsim_cta_sync(void) { cta_sync(); }
+/* The kernel's communicator (its devcomm's), for a message that stops
+ * the team, or NULL. */
+const struct ncclComm *kernel_comm(void)
+{
+  const struct ncclDevComm *dc = running ? running->k->devcomm : NULL;
+  const sim_devcomm *d = dc ? dc->sim : NULL;
+  return d != NULL && d->magic == DEVCOMM_MAGIC ? d->comm : NULL;
+}
+
+/* Before an access: one time in SWITCH_ODDS, from the seed, another GPU
+ * thread runs first (a GPU interleaves its threads between any two
+ * accesses, between the load and the store of a += too). */
+#define SWITCH_ODDS 16
+void ncclsim_may_switch(void)
+{
+  grid_run *g = running;
+  if (g == NULL || g->current == NULL || draw(g, SWITCH_ODDS) != 0)
+    return;
+  g->current->state = FIBER_YIELDED;
+  to_scheduler(g->current);
+}
+
+void ncclsim_cta_sync(void)
+{
+  ncclsim_site_enter(__builtin_return_address(0));
+  cta_sync();
+  ncclsim_site_leave();
+}
 
 /* Every thread of the CTA must reach each of its barriers: a thread that
  * reaches one after others of its CTA ended, or that ends while others
@@ -120,23 +151,61 @@ static _Noreturn void barrier_left(unsigned waiting, unsigned ended)
             waiting, ended);
 }
 
+/* The threads of a CTA must meet at the same barrier: __syncthreads() is
+ * barrier.sync.aligned (PTX: every thread of the CTA executes the same
+ * instruction), and so is ncclCoopCta's sync, which the LSA barrier's
+ * arrive, wait and session end call (NCCL 2.30.7 nccl_device/coop.h,
+ * impl/lsa_barrier__funcs.h); from divergent code a GPU may hang (seen:
+ * half a warp in two __syncthreads() and the other half in a barrier's
+ * sync, on an H100). Where each was called decides (sites.c). */
+static _Noreturn void barrier_diverged(const fiber *f, const cta *c)
+{
+  char place[256], mine[160], theirs[160], branch[320];
+  const uint32_t a = f->site ? exe_offset(f->site) - 1 : 0;
+  const uint32_t b = c->barrier_site ? exe_offset(c->barrier_site) - 1 : 0;
+  line_of(a, mine, sizeof mine);
+  line_of(b, theirs, sizeof theirs);
+  branch_between(a, b, branch, sizeof branch);
+  violation(kernel_comm(), "cta-barrier", current_place(place, sizeof place),
+            "thread %u reaches a CTA barrier at %s while thread %u of its CTA"
+            " waits at another, at %s: every thread of a CTA must reach the"
+            " same one (__syncthreads() and ncclCoopCta's sync are"
+            " barrier.sync.aligned, undefined from divergent code: a GPU"
+            " may hang)%s",
+            f->linear, mine[0] ? mine : "a place without a line",
+            c->barrier_thread, theirs[0] ? theirs : "a place without a line",
+            branch);
+}
+
 void cta_sync(void)
 {
   fiber *f = me("__syncthreads");
   cta *c = f->cta;
   if (c->done > 0)
     barrier_left(c->arrived + 1, c->done);
+  if (c->arrived == 0)
+    c->barrier_site = f->site, c->barrier_thread = f->linear;
+  else if (c->barrier_site != f->site)
+    barrier_diverged(f, c);
   if (++c->arrived < running->nthreads) {
     f->state = FIBER_AT_SYNC;
     to_scheduler(f);
     return;
   }
-  c->arrived = 0; /* the last to arrive lets the others go on */
-  for (unsigned t = 0; t < running->nthreads; t++)
+  /* The last to arrive: what every thread did before is ordered before
+   * what each does after (a new segment), and it lets the others go on. */
+  c->arrived = 0;
+  c->segment++;
+  hb_cta_barrier(running->k->rank,
+                 c->linear < HB_LANES ? (int)c->linear : HB_NONE);
+  fences_cta_barrier(c);
+  for (unsigned t = 0; t < running->nthreads; t++) {
+    c->threads[t].wphase++;
     if (c->threads[t].state == FIBER_AT_SYNC) {
       c->threads[t].state = FIBER_READY;
       running->ready[running->nready++] = &c->threads[t];
     }
+  }
 }
 
 /* ------------------------------------------------------ the scheduler */
@@ -169,8 +238,7 @@ static __attribute__((noinline)) fiber *new_fiber(grid_run *g, cta *c,
 
 static void admit(grid_run *g, lockstep *ls)
 {
-  const long slots = env_long("SIM_CTA_SLOTS", 132);
-  while (g->npending > 0 && g->resident < (unsigned)(slots > 0 ? slots : 1)) {
+  while (g->npending > 0 && g->resident < g->slots) {
     unsigned i = draw(g, g->npending);
     cta *c = &g->ctas[g->pending[i]];
     g->pending[i] = g->pending[--g->npending];
@@ -259,6 +327,8 @@ static void schedule(grid_run *g, lockstep *ls)
       thread_ended(g, f); /* (frees f) */
     else if (f->state == FIBER_SPINNING)
       g->spinning[g->nspinning++] = f;
+    else if (f->state == FIBER_YIELDED)
+      g->ready[g->nready++] = f;
   }
   if (ls != NULL)
     lockstep_pass(ls, 1);
@@ -281,7 +351,8 @@ void run_kernel(struct sim_kernel *k, uint32_t correlation)
   }
   g.rng = g.seed * 2654435761u + (unsigned long long)k->rank + 1;
   const long slots = env_long("SIM_CTA_SLOTS", 132);
-  const size_t most = (size_t)(slots > 0 ? slots : 1) * g.nthreads;
+  g.slots = (unsigned)(slots > 0 ? slots : 1);
+  const size_t most = (size_t)g.slots * g.nthreads;
   g.ctas = calloc(g.nctas, sizeof *g.ctas);
   g.pending = calloc(g.nctas, sizeof *g.pending);
   g.ready = calloc(most, sizeof *g.ready);
@@ -302,6 +373,7 @@ void run_kernel(struct sim_kernel *k, uint32_t correlation)
   grid_run *outer = running;
   running = &g;
   schedule(&g, ls);
+  hb_kernel_memory_done();
   running = outer;
   hb_kernels(k->rank, nlanes, 0);
   if (cupti_kernel != NULL)

@@ -1,0 +1,139 @@
+/* ncclsim: the messages of a race between two accesses (shadow.c found
+ * it): both accesses, by whom and where, and what order is missing. Each
+ * ends the process with exit 70, after marking the communicator's folder
+ * so that its peers stop too. */
+#include "sim.h"
+
+#include <stdio.h>
+#include <unistd.h>
+
+#include "fibers.h"
+#include "shadow.h"
+
+static const char *scope_name(int scope)
+{
+  return scope == SCOPE_BLOCK    ? "CTA scope (_block)"
+         : scope == SCOPE_DEVICE ? "device scope (no suffix)"
+                                 : "system scope (_system)";
+}
+
+/* "rank 1's kernel (CTA 3, thread 17, main.cu:63)", "rank 1's host (a
+ * copy or memset)", or a reader the kept one stands for. */
+static void who(const mem_access *a, char *buf, size_t len)
+{
+  char line[160] = "";
+  if (a->lane == HB_HOST) {
+    snprintf(buf, len, "rank %d's host (a copy or memset)", a->rank);
+    return;
+  }
+  if (a->thread == ~0u) {
+    snprintf(buf, len, "another thread of rank %d's kernel (CTA %d; of the"
+             " threads of a CTA that read a word between the same two CTA"
+             " barriers, one is kept with its line)", a->rank, a->lane);
+    return;
+  }
+  line_of(a->site, line + 2, sizeof line - 2);
+  if (line[2] != '\0')
+    line[0] = ',', line[1] = ' ';
+  if (a->lane == HB_NONE)
+    snprintf(buf, len, "rank %d's kernel (a CTA past the %d with a clock of"
+             " their own, thread %u%s)", a->rank, HB_LANES, a->thread,
+             line[2] ? line : "");
+  else
+    snprintf(buf, len, "rank %d's kernel (CTA %d, thread %u%s)", a->rank,
+             a->lane, a->thread, line[2] ? line : "");
+}
+
+static const char *atomic_note(const mem_access *now, const mem_access *other,
+                               char *buf, size_t len)
+{
+  const mem_access *narrow = now->scope < other->scope ? now : other;
+  snprintf(buf, len,
+           "both are atomics, but one is of %s: an atomic is indivisible"
+           " only among the threads of its scope, and %s (use %s)",
+           scope_name(narrow->scope),
+           now->rank != other->rank
+               ? "the other GPU's threads are outside any scope but the"
+                 " system's"
+               : "another CTA's threads are outside the CTA's scope",
+           now->rank != other->rank
+               ? "the _system variants, atomicAdd_system and the rest, on a"
+                 " word that other GPUs update"
+               : "atomicAdd, of device scope, or a _system variant");
+  return buf;
+}
+
+static const char *same_cta =
+    "no CTA barrier between them: __syncthreads() orders what every thread"
+    " of a CTA did before it for all of them, __syncwarp() only among the"
+    " threads of one warp, and two threads' read-modify-writes (a plain"
+    " +=) interleave";
+
+static const char *two_ctas =
+    "they are of two CTAs of one kernel, and nothing orders two CTAs: a CTA"
+    " barrier orders one CTA's threads, an LSA barrier the same CTA of each"
+    " rank (barrier index blockIdx.x); let one CTA touch each element, or"
+    " order them with a kernel boundary";
+
+_Noreturn void shared_race(const void *block, size_t byte, const mem_access *now,
+                           const mem_access *other, int scope_only)
+{
+  char me[256], them[256], place[320], note[400];
+  (void)block;
+  who(now, me, sizeof me);
+  who(other, them, sizeof them);
+  fflush(stdout);
+  fprintf(stderr,
+          "ncclsim: RULE VIOLATION [shared-data-race] rank %d in %s: %s %s"
+          " the word at byte %zu of a __shared__ object of its CTA, which"
+          " %s %s, and nothing orders the two: %s\n",
+          now->rank, current_place(place, sizeof place), me,
+          now->writes ? "writes" : "reads", byte, them,
+          other->writes ? "wrote" : "read",
+          scope_only ? atomic_note(now, other, note, sizeof note) : same_cta);
+  if (kernel_comm() != NULL)
+    mark_abort(kernel_comm()->dir);
+  _exit(SIM_EXIT_VIOLATION);
+}
+
+_Noreturn void memory_race(const char *dir, hb_domain *d, int owner,
+                           size_t byte, const mem_access *now,
+                           const mem_access *other, int scope_only)
+{
+  char me[256], them[256], place[320] = "a copy or memset", note[400];
+  char whose[64];
+  who(now, me, sizeof me);
+  who(other, them, sizeof them);
+  if (now->lane != HB_HOST)
+    current_place(place, sizeof place);
+  if (owner >= 0)
+    snprintf(whose, sizeof whose, "rank %d's window", owner);
+  else
+    snprintf(whose, sizeof whose, "rank %d's device memory", now->rank);
+  const int me_unit = hb_unit(now->rank, now->lane);
+  const int unit = hb_unit(other->rank, other->lane);
+  const char *why, *more = "";
+  if (scope_only) {
+    why = atomic_note(now, other, note, sizeof note);
+  } else if (now->rank == other->rank && now->lane == other->lane) {
+    why = same_cta;
+  } else if (now->rank == other->rank && now->lane != HB_HOST &&
+             other->lane != HB_HOST) {
+    why = two_ctas;
+  } else {
+    why = hb_missing(d, me_unit, unit, other->clock);
+    more = fences_note(d, me_unit, unit, hb_pending(d, me_unit)[unit] >= other->clock);
+  }
+  fflush(stdout);
+  fprintf(stderr,
+          "ncclsim: RULE VIOLATION [%s] rank %d in %s: %s %s the word at"
+          " byte %zu of %s, which %s %s, and nothing orders the two: %s%s\n",
+          owner >= 0 ? "lsa-data-race" : "data-race", now->rank, place, me,
+          now->writes ? "writes" : "reads", byte, whose, them,
+          other->writes ? "wrote" : "read", why, more);
+  if (dir == NULL && kernel_comm() != NULL)
+    dir = kernel_comm()->dir;
+  if (dir != NULL)
+    mark_abort(dir);
+  _exit(SIM_EXIT_VIOLATION);
+}
