@@ -302,9 +302,10 @@ void hb_device_access(const void *p, size_t bytes, int how, void *pc)
 void hb_atomic_access(const volatile void *p, size_t bytes, int writes,
                       void *pc)
 {
-  const int scope = in_kernel() ? running->current->atomic_scope : SCOPE_DEVICE;
-  device_access((const void *)p, bytes, writes ? HB_WRITE : HB_READ,
-                scope ? scope : SCOPE_DEVICE, pc);
+  const fiber *f = in_kernel() ? running->current : NULL;
+  const int scope = f != NULL && f->atomic_scope ? f->atomic_scope : SCOPE_DEVICE;
+  device_access((const void *)p, bytes, writes ? HB_WRITE : HB_READ, scope,
+                f != NULL && f->atomic_site ? (void *)f->atomic_site : pc);
 }
 
 /* The host's copies and memsets on its streams (queues.c). */

@@ -48,7 +48,19 @@ void ncclsim_fence(int scope)
     f->dev_fence = f->steps, f->dev_fence_seg = f->cta->segment;
 }
 
-void ncclsim_atomic_scope(int scope) { me("an atomic")->atomic_scope = scope; }
+void ncclsim_atomic_enter(int scope, const void *pc)
+{
+  fiber *f = me("an atomic");
+  if (f->atomic_depth++ == 0)
+    f->atomic_scope = scope, f->atomic_site = pc;
+}
+
+void ncclsim_atomic_leave(void)
+{
+  fiber *f = me("an atomic");
+  if (f->atomic_depth > 0 && --f->atomic_depth == 0)
+    f->atomic_scope = SCOPE_NONE, f->atomic_site = NULL;
+}
 
 void fences_accessed(void)
 {

@@ -23,7 +23,9 @@ typedef struct fiber {
                       threads of one warp between two CTA barriers */
   const void *site; /* the barrier call it makes (sites.c), and how deep */
   unsigned site_depth;
-  int atomic_scope; /* of the atomic it makes (shadow.h's SCOPE_*) */
+  int atomic_scope; /* of the atomic it makes (shadow.h's SCOPE_*), */
+  const void *atomic_site; /* where it was called, how deep (fences.c) */
+  unsigned atomic_depth;
   /* Its accesses to window and global memory and its fences, counted
    * (fences.c): a fence after its last access releases it; the CTA
    * segment of each, for a fence of another thread after a CTA barrier. */

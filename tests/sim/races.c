@@ -5,6 +5,7 @@
 #include "sim.h"
 
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "fibers.h"
@@ -63,17 +64,38 @@ static const char *atomic_note(const mem_access *now, const mem_access *other,
   return buf;
 }
 
+/* Two threads at one line, one of them writing: an update of one word by
+ * several threads (a plain +=), which no barrier can make whole. */
+static const char *same_line(const mem_access *now, const mem_access *other)
+{
+  char a[160], b[160];
+  if (other->thread == ~0u || other->lane == HB_HOST)
+    return "";
+  line_of(now->site, a, sizeof a);
+  line_of(other->site, b, sizeof b);
+  if (a[0] == '\0' || strcmp(a, b) != 0)
+    return "";
+  return now->rank != other->rank
+             ? "; both are that line's, run by two ranks: an update of one"
+               " word by several GPUs (a plain +=) loses some, whatever"
+               " orders the rest: make it an atomic of system scope"
+               " (atomicAdd_system), or give each word one writer"
+             : "; both are that line's, run by two threads: an update of one"
+               " word by several threads (a plain +=) loses some: make it an"
+               " atomic, or give each word one writer";
+}
+
 static const char *same_cta =
     "no CTA barrier between them: __syncthreads() orders what every thread"
     " of a CTA did before it for all of them, __syncwarp() only among the"
-    " threads of one warp, and two threads' read-modify-writes (a plain"
-    " +=) interleave";
+    " threads of one warp";
 
 static const char *two_ctas =
-    "they are of two CTAs of one kernel, and nothing orders two CTAs: a CTA"
-    " barrier orders one CTA's threads, an LSA barrier the same CTA of each"
-    " rank (barrier index blockIdx.x); let one CTA touch each element, or"
-    " order them with a kernel boundary";
+    "they are of two CTAs of one kernel, and nothing orders two CTAs of a"
+    " kernel: a CTA barrier orders one CTA's threads, and an LSA barrier"
+    " orders only the same CTA of each rank (barrier index blockIdx.x); let"
+    " the CTA that writes an element be the one that reads it, on every"
+    " rank, or end the kernel between";
 
 _Noreturn void shared_race(const void *block, size_t byte, const mem_access *now,
                            const mem_access *other, int scope_only)
@@ -86,11 +108,12 @@ _Noreturn void shared_race(const void *block, size_t byte, const mem_access *now
   fprintf(stderr,
           "ncclsim: RULE VIOLATION [shared-data-race] rank %d in %s: %s %s"
           " the word at byte %zu of a __shared__ object of its CTA, which"
-          " %s %s, and nothing orders the two: %s\n",
+          " %s %s, and nothing orders the two: %s%s\n",
           now->rank, current_place(place, sizeof place), me,
           now->writes ? "writes" : "reads", byte, them,
           other->writes ? "wrote" : "read",
-          scope_only ? atomic_note(now, other, note, sizeof note) : same_cta);
+          scope_only ? atomic_note(now, other, note, sizeof note) : same_cta,
+          scope_only ? "" : same_line(now, other));
   if (kernel_comm() != NULL)
     mark_abort(kernel_comm()->dir);
   _exit(SIM_EXIT_VIOLATION);
@@ -112,25 +135,31 @@ _Noreturn void memory_race(const char *dir, hb_domain *d, int owner,
     snprintf(whose, sizeof whose, "rank %d's device memory", now->rank);
   const int me_unit = hb_unit(now->rank, now->lane);
   const int unit = hb_unit(other->rank, other->lane);
-  const char *why, *more = "";
+  const char *why = "nothing orders them", *more = "";
   if (scope_only) {
     why = atomic_note(now, other, note, sizeof note);
   } else if (now->rank == other->rank && now->lane == other->lane) {
-    why = same_cta;
+    why = same_cta, more = same_line(now, other);
   } else if (now->rank == other->rank && now->lane != HB_HOST &&
              other->lane != HB_HOST) {
-    why = two_ctas;
-  } else {
+    why = two_ctas, more = same_line(now, other);
+  } else if (d != NULL) {
     why = hb_missing(d, me_unit, unit, other->clock);
-    more = fences_note(d, me_unit, unit, hb_pending(d, me_unit)[unit] >= other->clock);
+    more = same_line(now, other);
+    if (more[0] == '\0')
+      more = fences_note(d, me_unit, unit,
+                         hb_pending(d, me_unit)[unit] >= other->clock);
   }
   fflush(stdout);
-  fprintf(stderr,
-          "ncclsim: RULE VIOLATION [%s] rank %d in %s: %s %s the word at"
-          " byte %zu of %s, which %s %s, and nothing orders the two: %s%s\n",
-          owner >= 0 ? "lsa-data-race" : "data-race", now->rank, place, me,
-          now->writes ? "writes" : "reads", byte, whose, them,
-          other->writes ? "wrote" : "read", why, more);
+  char line[3072];
+  snprintf(line, sizeof line,
+           "%s rank %d in %s: %s %s the word at byte %zu of %s, which %s %s,"
+           " and nothing orders the two: %s%s\n",
+           owner >= 0 ? "ncclsim: RULE VIOLATION [lsa-data-race]"
+                      : "ncclsim: RULE VIOLATION [data-race]",
+           now->rank, place, me, now->writes ? "writes" : "reads", byte,
+           whose, them, other->writes ? "wrote" : "read", why, more);
+  fputs(line, stderr);
   if (dir == NULL && kernel_comm() != NULL)
     dir = kernel_comm()->dir;
   if (dir != NULL)

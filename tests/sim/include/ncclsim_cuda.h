@@ -81,10 +81,17 @@ template <typename T> T __shfl_xor_sync(unsigned mask, T v, int m, int width = 3
  * the calling thread's atomic scope: device for atomicAdd and the rest,
  * system for their _system variants, the CTA for _block ones). The
  * operand's type is the pointer's, as CUDA's overloads convert it. */
+struct ncclsim_atomic {
+  ncclsim_atomic(int scope, const void *pc) { ncclsim_atomic_enter(scope, pc); }
+  ~ncclsim_atomic() { ncclsim_atomic_leave(); }
+};
+#define NCCLSIM_ATOMIC(scope)                                                  \
+  ncclsim_atomic ncclsim_atomic_(scope, __builtin_return_address(0))
 template <typename T> struct ncclsim_same { using type = T; };
 template <typename T> using ncclsim_as = typename ncclsim_same<T>::type;
 template <typename T> T atomicAdd(T *p, ncclsim_as<T> v)
 {
+  NCCLSIM_ATOMIC(NCCLSIM_SCOPE_DEVICE);
   if constexpr (std::is_integral<T>::value) {
     return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
   } else {
@@ -104,13 +111,34 @@ template <typename T> T atomicAdd(T *p, ncclsim_as<T> v)
     return was;
   }
 }
-template <typename T> T atomicSub(T *p, ncclsim_as<T> v) { return __atomic_fetch_sub(p, v, __ATOMIC_RELAXED); }
-template <typename T> T atomicExch(T *p, ncclsim_as<T> v) { return __atomic_exchange_n(p, v, __ATOMIC_RELAXED); }
-template <typename T> T atomicAnd(T *p, ncclsim_as<T> v) { return __atomic_fetch_and(p, v, __ATOMIC_RELAXED); }
-template <typename T> T atomicOr(T *p, ncclsim_as<T> v) { return __atomic_fetch_or(p, v, __ATOMIC_RELAXED); }
-template <typename T> T atomicXor(T *p, ncclsim_as<T> v) { return __atomic_fetch_xor(p, v, __ATOMIC_RELAXED); }
+template <typename T> T atomicSub(T *p, ncclsim_as<T> v)
+{
+  NCCLSIM_ATOMIC(NCCLSIM_SCOPE_DEVICE);
+  return __atomic_fetch_sub(p, v, __ATOMIC_RELAXED);
+}
+template <typename T> T atomicExch(T *p, ncclsim_as<T> v)
+{
+  NCCLSIM_ATOMIC(NCCLSIM_SCOPE_DEVICE);
+  return __atomic_exchange_n(p, v, __ATOMIC_RELAXED);
+}
+template <typename T> T atomicAnd(T *p, ncclsim_as<T> v)
+{
+  NCCLSIM_ATOMIC(NCCLSIM_SCOPE_DEVICE);
+  return __atomic_fetch_and(p, v, __ATOMIC_RELAXED);
+}
+template <typename T> T atomicOr(T *p, ncclsim_as<T> v)
+{
+  NCCLSIM_ATOMIC(NCCLSIM_SCOPE_DEVICE);
+  return __atomic_fetch_or(p, v, __ATOMIC_RELAXED);
+}
+template <typename T> T atomicXor(T *p, ncclsim_as<T> v)
+{
+  NCCLSIM_ATOMIC(NCCLSIM_SCOPE_DEVICE);
+  return __atomic_fetch_xor(p, v, __ATOMIC_RELAXED);
+}
 template <typename T> T atomicCAS(T *p, ncclsim_as<T> expected, ncclsim_as<T> desired)
 {
+  NCCLSIM_ATOMIC(NCCLSIM_SCOPE_DEVICE);
   __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_RELAXED,
                               __ATOMIC_RELAXED);
   return expected;
@@ -127,34 +155,34 @@ template <typename T, typename F> T ncclsim_atomic_rule(T *p, F rule)
 }
 template <typename T> T atomicMax(T *p, ncclsim_as<T> v)
 {
+  NCCLSIM_ATOMIC(NCCLSIM_SCOPE_DEVICE);
   return ncclsim_atomic_rule(p, [v](T old) { return old < v ? v : old; });
 }
 template <typename T> T atomicMin(T *p, ncclsim_as<T> v)
 {
+  NCCLSIM_ATOMIC(NCCLSIM_SCOPE_DEVICE);
   return ncclsim_atomic_rule(p, [v](T old) { return old > v ? v : old; });
 }
 inline unsigned atomicInc(unsigned *p, unsigned v)
 {
+  NCCLSIM_ATOMIC(NCCLSIM_SCOPE_DEVICE);
   return ncclsim_atomic_rule(p, [v](unsigned old) { return old >= v ? 0u : old + 1; });
 }
 inline unsigned atomicDec(unsigned *p, unsigned v)
 {
+  NCCLSIM_ATOMIC(NCCLSIM_SCOPE_DEVICE);
   return ncclsim_atomic_rule(p, [v](unsigned old) { return old == 0 || old > v ? v : old - 1; });
 }
 /* The _system and _block variants: the same operation, of that scope. */
-struct ncclsim_scoped {
-  explicit ncclsim_scoped(int scope) { ncclsim_atomic_scope(scope); }
-  ~ncclsim_scoped() { ncclsim_atomic_scope(NCCLSIM_SCOPE_DEVICE); }
-};
 #define NCCLSIM_SCOPED(name)                                                   \
   template <typename T, typename... A> T name##_system(T *p, A... a)          \
   {                                                                            \
-    ncclsim_scoped s(NCCLSIM_SCOPE_SYSTEM);                                   \
+    NCCLSIM_ATOMIC(NCCLSIM_SCOPE_SYSTEM);                                      \
     return name(p, a...);                                                      \
   }                                                                            \
   template <typename T, typename... A> T name##_block(T *p, A... a)           \
   {                                                                            \
-    ncclsim_scoped s(NCCLSIM_SCOPE_BLOCK);                                    \
+    NCCLSIM_ATOMIC(NCCLSIM_SCOPE_BLOCK);                                       \
     return name(p, a...);                                                      \
   }
 NCCLSIM_SCOPED(atomicAdd)

@@ -114,8 +114,11 @@ void ncclsim_site_leave(void);
 #define NCCLSIM_SCOPE_SYSTEM 3
 /* __threadfence_block, __threadfence, __threadfence_system. */
 void ncclsim_fence(int scope);
-/* The scope of the calling thread's next atomics (device: the default). */
-void ncclsim_atomic_scope(int scope);
+/* An atomic of the calling thread begins (its scope, where it was called
+ * from) and ends; nested, the outermost counts (atomicAdd_system calls
+ * atomicAdd). */
+void ncclsim_atomic_enter(int scope, const void *pc);
+void ncclsim_atomic_leave(void);
 /* Warps (tests/sim/ctas.c): the caller's lane; __syncwarp; a shuffle (the
  * value of lane `from` of the warp); a vote (bit i: lane i's predicate). */
 unsigned ncclsim_lane_id(void);
