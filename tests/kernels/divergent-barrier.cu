@@ -2,8 +2,8 @@
  * two __syncthreads() while the other half syncs the LSA barrier, whose
  * arrive and wait each sync the CTA (ncclCoopCta's sync, __syncthreads()
  * too): the counts match, the barriers do not. __syncthreads() is
- * barrier.sync.aligned, undefined from divergent code (PTX); seen on an
- * H100: the kernel hangs. Its correct twin is converged-barrier.cu. */
+ * barrier.sync.aligned, undefined from divergent code (PTX): a GPU may
+ * hang. Its correct twin is converged-barrier.cu. */
 __global__ void simpleAllReduceKernel(ncclWindow_t sendwin, size_t sendoffset,
                                       ncclWindow_t recvwin, size_t recvoffset,
                                       size_t count, struct ncclDevComm devComm)

@@ -3,8 +3,7 @@
  * scope: atomicAdd_block), and scales each sum by count / blockDim.x (1).
  * Its wrong twin adds with a plain += (tests/suites/42-kernels.sh): a load
  * and a store of each thread, which the threads of a CTA interleave, so
- * that updates are lost (seen on an H100: Expected 1.0, Got -510.0 with
- * 512 threads, and compute-sanitizer's racecheck reports the hazard). */
+ * that updates are lost, and the count is short of blockDim.x. */
 __global__ void simpleAllReduceKernel(ncclWindow_t sendwin, size_t sendoffset,
                                       ncclWindow_t recvwin, size_t recvoffset,
                                       size_t count, struct ncclDevComm devComm)

@@ -261,7 +261,7 @@ static void device_access(const void *p, size_t bytes, int how, int scope,
 {
   if (!in_kernel())
     return; /* the host side of main.cu */
-  ncclsim_may_switch(); /* another GPU thread may run first */
+  ncclsim_may_switch(p, how & HB_WRITE); /* another thread may run first */
   fiber *f = running->current;
   const unsigned char *b = p;
   if (b >= f->cta->stacks &&

@@ -200,7 +200,8 @@ void fences_observed(hb_domain *d, int peer);
 /* access.c: the kernel that ran ends: the shadows of the global memory
  * it touched go. */
 void hb_kernel_memory_done(void);
-/* fibers.c: before an access, the schedule may run another GPU thread. */
-void ncclsim_may_switch(void);
+/* fibers.c: before an access (a store or not) to p, the schedule may run
+ * another GPU thread. */
+void ncclsim_may_switch(const void *p, int writes);
 
 #endif

@@ -13,7 +13,8 @@
  *    broken rule names it, so that SIM_SEED=S repeats the schedule;
  *  - a thread runs until it waits (a CTA or warp barrier, a peer), or
  *    ends, or, before one of its accesses to memory, the schedule gives
- *    the CPU to another (one time in SWITCH_ODDS);
+ *    the CPU to another (ncclsim_may_switch: often between the load and
+ *    the store of a +=);
  *  - the threads of a CTA meet at a barrier only from the same call of
  *    it (cta-barrier).
  * A CTA whose threads wait at a CTA barrier that one of them left by
@@ -118,17 +119,24 @@ const struct ncclComm *kernel_comm(void)
   return d != NULL && d->magic == DEVCOMM_MAGIC ? d->comm : NULL;
 }
 
-/* Before an access: one time in SWITCH_ODDS, from the seed, another GPU
- * thread runs first (a GPU interleaves its threads between any two
- * accesses, between the load and the store of a += too). */
+/* Before an access: from the seed, another GPU thread may run first (a
+ * GPU interleaves its threads between any two accesses): one time in
+ * SWITCH_ODDS, and one time in two before a store to the word the thread
+ * loaded last (the store of a +=, which a GPU does not make one with its
+ * load). */
 #define SWITCH_ODDS 16
-void ncclsim_may_switch(void)
+void ncclsim_may_switch(const void *p, int writes)
 {
   grid_run *g = running;
-  if (g == NULL || g->current == NULL || draw(g, SWITCH_ODDS) != 0)
+  fiber *f = g != NULL ? g->current : NULL;
+  if (f == NULL)
     return;
-  g->current->state = FIBER_YIELDED;
-  to_scheduler(g->current);
+  const int rmw = writes && p == f->loaded;
+  f->loaded = writes ? NULL : p;
+  if (draw(g, rmw ? 2 : SWITCH_ODDS) != 0)
+    return;
+  f->state = FIBER_YIELDED;
+  to_scheduler(f);
 }
 
 void ncclsim_cta_sync(void)

@@ -21,6 +21,7 @@ typedef struct fiber {
   enum fiber_state state;
   unsigned wphase; /* warp and CTA barriers it passed: what orders two
                       threads of one warp between two CTA barriers */
+  const void *loaded; /* what its last access loaded, if it was a load */
   const void *site; /* the barrier call it makes (sites.c), and how deep */
   unsigned site_depth;
   int atomic_scope; /* of the atomic it makes (shadow.h's SCOPE_*), */

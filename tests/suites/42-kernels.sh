@@ -144,6 +144,22 @@ RUNS=$ONCE_WRONG kernel_cases wrong device-fence-before-arrive fenced-two-shot.c
   lsa-data-race "the __threadfence() before that rank's relaxed arrive does not release it: it is of device scope"
 RUNS=$ONCE_WRONG kernel_cases wrong device-fence-after-wait fenced-two-shot.cu 's|__threadfence_system(); /\* acquire \*/|__threadfence(); /* acquire */|' \
   lsa-data-race "the __threadfence() after that wait does not make it an acquire: it is of device scope"
+# A += is a load and a store, and a GPU may run another thread between
+# them: then that thread's load comes before the first one's store, which
+# is named as a store after another thread's read. Each seed's schedule
+# decides whether it happens; of seeds 1 to 3, one at least has it.
+if lsa_case kernels/wrong/shared-plus-equals/a-load-between-a-load-and-its-store; then
+  kernel_program shared-plus-equals shared-count.cu 's|atomicAdd_block(&threads, 1.0f); /\* count \*/|threads += 1.0f; /* count */|'
+  interleaved=0
+  for seed in 1 2 3; do
+    kernel_run threads 2 $seed
+    want_status 70
+    grep -q "main.cu:[0-9]*) writes the word at byte 0 of a __shared__ object of its CTA, which rank [0-9]'s kernel (CTA [0-9]*, thread [0-9]*, main.cu:[0-9]*) read" "$f.err" &&
+      interleaved=$((interleaved + 1))
+  done
+  [ $interleaved -gt 0 ] || why+="no seed ran a thread between another's load and store; "
+  end
+fi
 # The branch that parted the threads, named by its line of the kernel.
 if lsa_case kernels/wrong/divergent-barrier/names-the-branch; then
   kernel_program divergent-barrier divergent-barrier.cu ""
