@@ -1,11 +1,14 @@
 /* ncclsim: what the threads of one CTA, or of one warp, share (see
- * fibers.h; fibers.c runs them):
+ * fibers.h; fibers.c runs them and schedules them):
  *  - __shared__ memory: one object per CTA for each declaration (the
  *    simulated build rewrites `__shared__ T name;` into a reference to it,
  *    sim/compile_cu.sh), and the launch's dynamic shared memory (extern
  *    __shared__); fresh, it reads as a pattern, as a GPU's leftovers may;
  *    each with a shadow, so that its threads' accesses are checked
  *    (shadow.c);
+ *  - CTA barriers: every thread of the CTA, from the same call
+ *    (cta-barrier, below), each one starting a new segment of the CTA's
+ *    accesses (shadow.c);
  *  - warps: threads 32k .. 32k+31 of a CTA; __syncwarp, the shuffles and
  *    the votes wait for every thread of the warp (a mask must name them
  *    all: a warp operation on part of a warp is not simulated here), and a
@@ -85,6 +88,85 @@ void cta_release(cta *c)
   }
   free(c->shared);
   c->shared = NULL, c->nshared = 0;
+}
+
+/* ----------------------------------------------------- CTA barriers */
+
+void ncclsim_cta_sync(void)
+{
+  ncclsim_site_enter(__builtin_return_address(0));
+  cta_sync();
+  ncclsim_site_leave();
+}
+
+/* Every thread of the CTA must reach each of its barriers: a thread that
+ * reaches one after others of its CTA ended, or that ends while others
+ * wait at one, breaks the rule (the GPU may hang; compute-sanitizer's
+ * synccheck reports it). */
+_Noreturn void barrier_left(unsigned waiting, unsigned ended)
+{
+  char place[256];
+  violation(NULL, "cta-barrier", current_place(place, sizeof place),
+            "%u thread(s) of the CTA wait at a CTA barrier that %u other(s)"
+            " left by ending: every thread of a CTA must reach it",
+            waiting, ended);
+}
+
+/* The threads of a CTA must meet at the same barrier: __syncthreads() is
+ * barrier.sync.aligned (PTX: every thread of the CTA executes the same
+ * instruction), and so is ncclCoopCta's sync, which the LSA barrier's
+ * arrive, wait and session end call (NCCL 2.30.7 nccl_device/coop.h,
+ * impl/lsa_barrier__funcs.h); from divergent code a GPU may hang (seen:
+ * half a warp in two __syncthreads() and the other half in a barrier's
+ * sync, on an H100). Where each was called decides (sites.c). */
+static _Noreturn void barrier_diverged(const fiber *f, const cta *c)
+{
+  char place[256], mine[160], theirs[160], branch[320];
+  const uint32_t a = f->site ? exe_offset(f->site) - 1 : 0;
+  const uint32_t b = c->barrier_site ? exe_offset(c->barrier_site) - 1 : 0;
+  line_of(a, mine, sizeof mine);
+  line_of(b, theirs, sizeof theirs);
+  branch_between(a, b, branch, sizeof branch);
+  violation(kernel_comm(), "cta-barrier", current_place(place, sizeof place),
+            "thread %u reaches a CTA barrier at %s while thread %u of its CTA"
+            " waits at another, at %s: every thread of a CTA must reach the"
+            " same one (__syncthreads() and ncclCoopCta's sync are"
+            " barrier.sync.aligned, undefined from divergent code: a GPU"
+            " may hang)%s",
+            f->linear, mine[0] ? mine : "a place without a line",
+            c->barrier_thread, theirs[0] ? theirs : "a place without a line",
+            branch);
+}
+
+void cta_sync(void)
+{
+  fiber *f = me("__syncthreads");
+  cta *c = f->cta;
+  if (c->done > 0)
+    barrier_left(c->arrived + 1, c->done);
+  if (c->arrived == 0)
+    c->barrier_site = f->site, c->barrier_thread = f->linear;
+  else if (c->barrier_site != f->site)
+    barrier_diverged(f, c);
+  if (++c->arrived < running->nthreads) {
+    f->state = FIBER_AT_SYNC;
+    to_scheduler(f);
+    return;
+  }
+  /* The last to arrive: what every thread did before is ordered before
+   * what each does after (a new segment), and it lets the others go on. */
+  c->arrived = 0;
+  c->segment++;
+  hb_cta_barrier(running->k->rank,
+                 c->linear < HB_LANES ? (int)c->linear : HB_NONE);
+  fences_cta_barrier(c);
+  for (unsigned t = 0; t < running->nthreads; t++) {
+    c->threads[t].wphase++;
+    if (c->threads[t].state == FIBER_AT_SYNC) {
+      c->threads[t].state = FIBER_READY;
+      running->ready[running->nready++] = &c->threads[t];
+    }
+  }
 }
 
 /* ---------------------------------------------------------- warps */

@@ -87,6 +87,9 @@ fiber *me(const char *what);
 void to_scheduler(fiber *f);
 /* ctas.c: a CTA's __shared__ memory and warps, when it ends. */
 void cta_release(cta *c);
+/* A CTA barrier that `ended` threads of the CTA left by ending while
+ * `waiting` wait at it: a violation. */
+_Noreturn void barrier_left(unsigned waiting, unsigned ended);
 /* A thread of warp w of c ended: threads of it waiting at a warp barrier
  * that it left are a violation. */
 void warp_thread_ended(cta *c, unsigned warp);
