@@ -171,9 +171,9 @@ void hb_kernel_memory_done(void)
 static _Noreturn void past_the_window(const region *past, const void *p,
                                       int how, const mem_access *a)
 {
-  char me[256], line[160], place[320];
+  char by[256], line[160], place[320];
   line_of(a->site, line, sizeof line);
-  snprintf(me, sizeof me, "rank %d's kernel (CTA %d, thread %u%s%s)", a->rank,
+  snprintf(by, sizeof by, "rank %d's kernel (CTA %d, thread %u%s%s)", a->rank,
            a->lane, a->thread, line[0] ? ", " : "", line);
   fflush(stdout);
   fprintf(stderr,
@@ -181,7 +181,7 @@ static _Noreturn void past_the_window(const region *past, const void *p,
           " byte %zu of rank %d's buffer, past the end of its %zu-byte"
           " window: NCCL maps a peer's window, the size it was"
           " registered with, and nothing after it\n",
-          a->rank, current_place(place, sizeof place), me,
+          a->rank, current_place(place, sizeof place), by,
           how & HB_WRITE ? "writes" : "reads",
           (size_t)((const unsigned char *)p - past->base), past->owner,
           past->bytes);
@@ -194,9 +194,9 @@ static _Noreturn void past_the_window(const region *past, const void *p,
 static void check_window(region *rg, const void *p, size_t bytes, mem_access *now)
 {
   hb_domain *d = rg->domain;
-  const int me = hb_unit(now->rank, now->lane);
-  const order o = {.seen = hb_seen(d, me), .domain = d};
-  now->clock = hb_now(d, me);
+  const int unit = hb_unit(now->rank, now->lane);
+  const order o = {.seen = hb_seen(d, unit), .domain = d};
+  now->clock = hb_now(d, unit);
   const size_t from = (size_t)((const unsigned char *)p - rg->base);
   size_t last = (from + bytes - 1) / 4;
   if (last >= rg->words)

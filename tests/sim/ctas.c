@@ -42,8 +42,11 @@ static shared_block *new_block(cta *c, unsigned id, size_t bytes, size_t align)
   }
   memset(p, FRESH_SHARED, bytes);
   c->shared = more;
-  c->shared[c->nshared] = (shared_block){id, p, bytes, shadow};
-  return &c->shared[c->nshared++];
+  shared_block *b = &c->shared[c->nshared++];
+  b->id = id, b->bytes = bytes;
+  b->p = p;
+  b->shadow = shadow;
+  return b;
 }
 
 void *ncclsim_shared_object(unsigned id, size_t bytes, size_t align)

@@ -45,11 +45,11 @@ static void who(const mem_access *a, char *buf, size_t len)
              a->lane, a->thread, line[2] ? line : "");
 }
 
-static const char *atomic_note(const mem_access *now, const mem_access *other,
-                               char *buf, size_t len)
+static const char *atomic_note(const mem_access *now, const mem_access *other)
 {
+  static _Thread_local char buf[400];
   const mem_access *narrow = now->scope < other->scope ? now : other;
-  snprintf(buf, len,
+  snprintf(buf, sizeof buf,
            "both are atomics, but one is of %s: an atomic is indivisible"
            " only among the threads of its scope, and %s (use %s)",
            scope_name(narrow->scope),
@@ -100,19 +100,19 @@ static const char *two_ctas =
 _Noreturn void shared_race(const void *block, size_t byte, const mem_access *now,
                            const mem_access *other, int scope_only)
 {
-  char me[256], them[256], place[320], note[400];
+  char by[256], them[256], place[320];
   (void)block;
-  who(now, me, sizeof me);
+  who(now, by, sizeof by);
   who(other, them, sizeof them);
   fflush(stdout);
   fprintf(stderr,
           "ncclsim: RULE VIOLATION [shared-data-race] rank %d in %s: %s %s"
           " the word at byte %zu of a __shared__ object of its CTA, which"
           " %s %s, and nothing orders the two: %s%s\n",
-          now->rank, current_place(place, sizeof place), me,
+          now->rank, current_place(place, sizeof place), by,
           now->writes ? "writes" : "reads", byte, them,
           other->writes ? "wrote" : "read",
-          scope_only ? atomic_note(now, other, note, sizeof note) : same_cta,
+          scope_only ? atomic_note(now, other) : same_cta,
           scope_only ? "" : same_line(now, other));
   if (kernel_comm() != NULL)
     mark_abort(kernel_comm()->dir);
@@ -123,9 +123,9 @@ _Noreturn void memory_race(const char *dir, hb_domain *d, int owner,
                            size_t byte, const mem_access *now,
                            const mem_access *other, int scope_only)
 {
-  char me[256], them[256], place[320] = "a copy or memset", note[400];
+  char by[256], them[256], place[320] = "a copy or memset";
   char whose[64];
-  who(now, me, sizeof me);
+  who(now, by, sizeof by);
   who(other, them, sizeof them);
   if (now->lane != HB_HOST)
     current_place(place, sizeof place);
@@ -137,7 +137,7 @@ _Noreturn void memory_race(const char *dir, hb_domain *d, int owner,
   const int unit = hb_unit(other->rank, other->lane);
   const char *why = "nothing orders them", *more = "";
   if (scope_only) {
-    why = atomic_note(now, other, note, sizeof note);
+    why = atomic_note(now, other);
   } else if (now->rank == other->rank && now->lane == other->lane) {
     why = same_cta, more = same_line(now, other);
   } else if (now->rank == other->rank && now->lane != HB_HOST &&
@@ -157,7 +157,7 @@ _Noreturn void memory_race(const char *dir, hb_domain *d, int owner,
            " and nothing orders the two: %s%s\n",
            owner >= 0 ? "ncclsim: RULE VIOLATION [lsa-data-race]"
                       : "ncclsim: RULE VIOLATION [data-race]",
-           now->rank, place, me, now->writes ? "writes" : "reads", byte,
+           now->rank, place, by, now->writes ? "writes" : "reads", byte,
            whose, them, other->writes ? "wrote" : "read", why, more);
   fputs(line, stderr);
   if (dir == NULL && kernel_comm() != NULL)
