@@ -124,7 +124,7 @@ const struct ncclComm *kernel_comm(void)
  * SWITCH_ODDS, and one time in two before a store to the word the thread
  * loaded last (the store of a +=, which a GPU does not make one with its
  * load). */
-#define SWITCH_ODDS 16
+#define SWITCH_ODDS 32
 void ncclsim_may_switch(const void *p, int writes)
 {
   grid_run *g = running;
