@@ -20,7 +20,12 @@
  * published by any later store), its end an acquire (what it observed is
  * seen by what follows on the stream), and its lanes' clocks join the
  * host's when it ends. An access of another rank's unit is ordered before
- * a unit's when its clock is at most the unit's cur entry for that unit. */
+ * a unit's when its clock is at most the unit's cur entry for that unit.
+ * A CTA barrier starts a new segment of its lane (hb_cta_barrier: two
+ * threads' accesses of one CTA are ordered when a barrier came between,
+ * shadow.c); a relaxed arrive releases, and what a relaxed wait observed
+ * is acquired, where the CTA's threads fenced at system scope
+ * (fences.c). */
 #include "sim.h"
 
 #include <errno.h>
