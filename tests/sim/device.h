@@ -185,4 +185,23 @@ _Noreturn void sim_failure(const char *call, const char *fmt, ...)
  * offers so that a program's refusal of several teams can be seen). */
 int lsa_team_size(const struct ncclComm *comm);
 
+/* ------------------- GPU threads that interleave, fences and sites */
+/* hb.c: a CTA barrier of `lane` completed (its later accesses in a new
+ * segment); a unit's pending clock; a byte per unit, in the domain's
+ * file, for fences.c's messages (units past HB_NOTES have none). */
+void hb_cta_barrier(int rank, int lane);
+const uint32_t *hb_pending(hb_domain *d, int unit);
+#define HB_NOTES 4096
+unsigned char *hb_notes(hb_domain *d);
+/* fences.c: whether an arrive with `releases` from its memory order
+ * releases, its CTA's fences counted; a wait observed `peer`'s arrival. */
+int fences_release(hb_domain *d, int rank, int lane, int releases);
+void fences_observed(hb_domain *d, int peer);
+/* access.c: the kernel that ran ends: the shadows of the global memory
+ * it touched go. */
+void hb_kernel_memory_done(void);
+/* fibers.c: before an access (a store or not) to p, the schedule may run
+ * another GPU thread. */
+void ncclsim_may_switch(const void *p, int writes);
+
 #endif

@@ -20,7 +20,12 @@
  * published by any later store), its end an acquire (what it observed is
  * seen by what follows on the stream), and its lanes' clocks join the
  * host's when it ends. An access of another rank's unit is ordered before
- * a unit's when its clock is at most the unit's cur entry for that unit. */
+ * a unit's when its clock is at most the unit's cur entry for that unit.
+ * A CTA barrier starts a new segment of its lane (hb_cta_barrier: two
+ * threads' accesses of one CTA are ordered when a barrier came between,
+ * shadow.c); a relaxed arrive releases, and what a relaxed wait observed
+ * is acquired, where the CTA's threads fenced at system scope
+ * (fences.c). */
 #include "sim.h"
 
 #include <errno.h>
@@ -162,8 +167,8 @@ static void hb_kernel_start(hb_domain *d, int rank, int nlanes)
   for (int l = 0; l <= nlanes; l++) {
     const int u = hb_unit(rank, l < nlanes ? l : HB_NONE);
     join(hb_clock(d, CUR, u), hb_clock(d, CUR, host), d->units);
-    next_segment(d, u);
     memcpy(hb_clock(d, RELEASED, u), hb_clock(d, CUR, u), d->vc_bytes);
+    next_segment(d, u); /* the kernel's own accesses come after it */
   }
   next_segment(d, host);
 }
@@ -187,6 +192,7 @@ void hb_arrive(hb_domain *d, int rank, int lane, unsigned index,
                unsigned long long epoch, int releases)
 {
   const int u = hb_unit(rank, lane);
+  releases = fences_release(d, rank, lane, releases); /* fenced: fences.c */
   if (releases)
     memcpy(hb_clock(d, RELEASED, u), hb_clock(d, CUR, u), d->vc_bytes);
   if (index < HB_LANES) {
@@ -205,6 +211,7 @@ void hb_arrive(hb_domain *d, int rank, int lane, unsigned index,
 void hb_observe(hb_domain *d, int rank, int lane, unsigned index, int peer,
                 unsigned long long epoch)
 {
+  fences_observed(d, peer); /* a fence after the wait may acquire it */
   if (index >= HB_LANES)
     return;
   const size_t slot =
@@ -270,4 +277,30 @@ void hb_kernels(int rank, int nlanes, int start)
         hb_kernel_end(c->hb, rank, nlanes);
     }
   pthread_mutex_unlock(&lock);
+}
+
+/* A CTA barrier of `lane` completed: its later accesses are in a new
+ * segment (shadow.c orders two threads' accesses of one CTA by it). */
+void hb_cta_barrier(int rank, int lane)
+{
+  if (lane >= HB_NONE)
+    return; /* CTAs past the lanes share one: a barrier of one is not all's */
+  pthread_mutex_lock(&lock);
+  for (struct ncclComm *c = comms; c != NULL; c = c->next)
+    if (c->hb != NULL && c->rank == rank)
+      next_segment(c->hb, hb_unit(rank, lane));
+  pthread_mutex_unlock(&lock);
+}
+
+const uint32_t *hb_pending(hb_domain *d, int unit)
+{
+  return hb_clock(d, PENDING, unit);
+}
+
+/* The file's first bytes, which nothing else uses: a byte per unit that
+ * fences.c keeps for messages. */
+unsigned char *hb_notes(hb_domain *d)
+{
+  _Static_assert(HB_NOTES <= HEADER_BYTES, "the notes fit the header");
+  return (unsigned char *)d->clocks[CUR] - HEADER_BYTES;
 }

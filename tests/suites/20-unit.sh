@@ -47,6 +47,13 @@ if begin unit/device-api-versions; then
   no_violation
   end
 fi
+if begin unit/shadow-rule; then
+  need unit/test_shadow
+  run "$B/unit/test_shadow"
+  want_status 0
+  want_out "test_shadow: all passed"
+  end
+fi
 if begin unit/what-ran; then need unit/test_what_ran; run "$B/unit/test_what_ran"; want_status 0; end; fi
 if begin unit/what-ran-causes; then
   need unit/test_what_ran_causes; run "$B/unit/test_what_ran_causes"; want_status 0; end
