@@ -168,6 +168,27 @@ void hb_kernel_memory_done(void)
 
 /* ------------------------------------------------------- the checks */
 
+/* An access of a kernel emitted as one aligned load or store of `bytes`
+ * (a float4 is 16) at an address that is not a multiple of it: on a GPU
+ * the instruction faults ("misaligned address", cudaErrorMisalignedAddress),
+ * where the host that simulates it does not. */
+static _Noreturn void misaligned(const void *p, size_t bytes, int how,
+                                 void *pc)
+{
+  char line[160], place[320];
+  line_of(exe_offset(pc), line, sizeof line);
+  fflush(stdout);
+  fprintf(stderr,
+          "ncclsim: RULE VIOLATION [misaligned-access] rank %d in %s: a"
+          " %zu-byte %s at %p%s%s, an address that is not a multiple of %zu:"
+          " a GPU's %zu-byte instruction faults there (misaligned address);"
+          " move the elements before the first aligned one one at a time\n",
+          current_kernel_rank(), current_place(place, sizeof place), bytes,
+          how & HB_WRITE ? "store" : "load", p, line[0] ? ", " : "", line,
+          bytes, bytes);
+  _exit(SIM_EXIT_VIOLATION);
+}
+
 static _Noreturn void past_the_window(const region *past, const void *p,
                                       int how, const mem_access *a)
 {
@@ -261,6 +282,8 @@ static void device_access(const void *p, size_t bytes, int how, int scope,
 {
   if (!in_kernel())
     return; /* the host side of main.cu */
+  if ((how & HB_ALIGNED) && bytes > 1 && (uintptr_t)p % bytes != 0)
+    misaligned(p, bytes, how, pc);
   ncclsim_may_switch(p, how & HB_WRITE); /* another thread may run first */
   fiber *f = running->current;
   const unsigned char *b = p;

@@ -90,7 +90,10 @@ void hb_region_add(const void *window, const void *base, size_t bytes,
                    const struct ncclComm *comm);
 void hb_region_remove(const void *window);
 void hb_host_access(const void *p, size_t bytes, int writes);
-enum { HB_READ = 0, HB_WRITE = 1 };
+/* HB_ALIGNED: the compiler emitted the access as one naturally aligned
+ * load or store of its width (a GPU's vector instruction, which faults
+ * on an address that is not a multiple of the width). */
+enum { HB_READ = 0, HB_WRITE = 1, HB_ALIGNED = 2 };
 void hb_device_access(const void *p, size_t bytes, int how, void *pc);
 void hb_atomic_access(const volatile void *p, size_t bytes, int writes,
                       void *pc);

@@ -97,6 +97,27 @@ fast_broken rules two-shot-no-middle-barrier "[lsa-data-race] rank" kernels.cuh 
   's/bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);/\/\/ (removed)/'
 fast_broken rules vector-past-the-window "past its end" kernels.cuh \
   's/l.vectors = (w.count - l.head) \/ FLOATS_PER_VECTOR;/l.vectors = (w.count - l.head + FLOATS_PER_VECTOR - 1) \/ FLOATS_PER_VECTOR;/'
+# A head counted in bytes, not floats: at a window offset of 4 bytes the
+# first vector is not 16-byte aligned, which a GPU's float4 load faults on
+# (tests/fast/offsets.cu, built with the edited kernels.cuh).
+if fast_case fast/rules/head-counted-in-bytes; then
+  need fast-offsets
+  dir=$TMPDIR/head-in-bytes && mkdir -p "$dir"
+  sed 's|(16 - s % 16) % 16 / sizeof(float);|(16 - s % 16) % 16;|' "$ROOT/04_allreduce_fast/c/kernels.cuh" >"$dir/kernels.cuh"
+  cmp -s "$ROOT/04_allreduce_fast/c/kernels.cuh" "$dir/kernels.cuh" && why+="the edit changed nothing; "
+  { "$ROOT/tests/sim/compile_cu.sh" g++ -I"$ROOT/common/include" -I"$dir" -I"$LSA_NCCL_HOME/include" \
+      -DCUDA_API_PER_THREAD_DEFAULT_STREAM=1 -idirafter "${CUDA_HOME:-/usr/local/cuda}/include" \
+      -D_GNU_SOURCE -O0 -g -c -o "$dir/offsets.o" "$ROOT/tests/fast/offsets.cu" &&
+    cc -o "$dir/bin" "$dir/offsets.o" $(find "$B/fast-pthread/obj/pthread" -name '*.o' ! -name main.o | sort) \
+      "$B/lsa-pthread/sim.o" -Wl,--wrap=set_error_rank -lstdc++ -pthread -lm; } >"$f.build" 2>&1 ||
+    why+="the edited copy did not build (see $f.build); "
+  SIM_DIR=$TMPDIR NTHREADS=2 SIM_DEVICES=2 run "$dir/bin"
+  want_status 70
+  want_err "[misaligned-access] rank"
+  want_err "an address that is not a multiple of 16: a GPU's 16-byte instruction faults there (misaligned address)"
+  end
+fi
+
 # What the lesson's check finds: the scalar tail dropped, a wrong owner's
 # slice copied in the two-shot's second phase, a thread's unrolled vectors
 # taken side by side (the next thread's) instead of a CTA apart, rank 0's
