@@ -1,19 +1,20 @@
 # Top-level Makefile: builds each example in its own directory and leaves the
 # programs runnable here (./allreduce_sm, ./allgather_ce).
-#   make [01_allreduce|02_allgather|all] [MPI=1] [NCCL_HOME=..] [CUDA_HOME=..]
+#   make [01_allreduce|02_allgather|03_allreduce_lsa|04_allreduce_fast|all] [MPI=1] [NCCL_HOME=..] [CUDA_HOME=..]
 #   make test | test-gpu | test-kernels | test-faults | test-nccl-matrix | test-without-mpi | test-under-load | test-slurm | test-no-cuda | test-mutants | run-examples [NP=2] | clean | install [PREFIX=..] [DESTDIR=..] | help
 # Variables given on the command line reach the example Makefiles as well.
 
 EXAMPLES := 01_allreduce 02_allgather
 PROGRAM_01_allreduce := allreduce_sm
 PROGRAM_02_allgather := allgather_ce
-# The device API lesson needs NCCL >= 2.30.7 and nvcc: built when named.
+# The device API lessons need NCCL >= 2.30.7 and nvcc: built when named.
 PROGRAM_03_allreduce_lsa := allreduce_lsa
+PROGRAM_04_allreduce_fast := allreduce_fast
 
-.PHONY: all $(EXAMPLES) 03_allreduce_lsa test test-gpu test-kernels test-faults test-nccl-matrix test-without-mpi test-mutants test-under-load test-slurm test-no-cuda run-examples clean install help
+.PHONY: all $(EXAMPLES) 03_allreduce_lsa 04_allreduce_fast test test-gpu test-kernels test-faults test-nccl-matrix test-without-mpi test-mutants test-under-load test-slurm test-no-cuda run-examples clean install help
 all: $(EXAMPLES)
 
-$(EXAMPLES) 03_allreduce_lsa:
+$(EXAMPLES) 03_allreduce_lsa 04_allreduce_fast:
 	$(MAKE) --no-print-directory -C $@/c
 	cp -f $@/c/$(PROGRAM_$@) $(PROGRAM_$@)
 
@@ -68,8 +69,8 @@ run-examples:
 	for e in $(EXAMPLES); do $(MAKE) --no-print-directory -C $$e/c test || exit; done
 
 clean:
-	for e in $(EXAMPLES) 03_allreduce_lsa; do $(MAKE) --no-print-directory -C $$e/c clean || exit; done
-	rm -f $(foreach e,$(EXAMPLES) 03_allreduce_lsa,$(PROGRAM_$(e)))
+	for e in $(EXAMPLES) 03_allreduce_lsa 04_allreduce_fast; do $(MAKE) --no-print-directory -C $$e/c clean || exit; done
+	rm -f $(foreach e,$(EXAMPLES) 03_allreduce_lsa 04_allreduce_fast,$(PROGRAM_$(e)))
 	rm -rf tests/build tools/nccl_facts tools/nccl_facts.config
 
 install:
@@ -80,6 +81,7 @@ help:
 	@echo "make 01_allreduce    build ./allreduce_sm"
 	@echo "make 02_allgather    build ./allgather_ce"
 	@echo "make 03_allreduce_lsa  build ./allreduce_lsa (NCCL >= 2.30.7 headers, nvcc; not part of make)"
+	@echo "make 04_allreduce_fast build ./allreduce_fast (the same needs; not part of make)"
 	@echo "make MPI=1           build for mpirun (one process per GPU)"
 	@echo "make test            run the test suite (no GPU needed; about 5 minutes on 2 cores)"
 	@echo "make test-gpu        what needs a GPU: the GPU cases, compute-sanitizer, the docs' GPU blocks (NCCL_HOME=dir for allreduce_lsa)"

@@ -4,11 +4,18 @@ NCCL, sizes and iteration counts, one table per mode.
 
   NCCL_TESTS_HOME=dir tools/compare_nccl_tests.py PROGRAM [options]
 
-PROGRAM is ./allreduce_sm or ./allgather_ce (built). The modes and the
-nccl-tests flags that match them:
+PROGRAM is ./allreduce_sm, ./allgather_ce, ./allreduce_lsa or
+./allreduce_fast (built). The modes and the nccl-tests flags that match
+them:
   plain  <->  -R 0        (buffers not registered)
   sym    <->  -R 2        (symmetric windows)
   ce     <->  -R 2 -x 2   (windows and CTA policy ZERO; allgather_ce only)
+  lsa    <->  -R 2 -D 1   (allreduce_lsa's kernel; nccl-tests' LSA kernel)
+  vec, grid, 1shot, 2shot, fast  <->  -R 2 -D 2   (allreduce_fast's stages;
+                          nccl-tests' vectorized LSA kernel)
+nccl-tests moves its buffers each iteration (its buffers hold -e, and
+iteration k works on part k mod P of them): this bench runs with --cold,
+which does the same. nccl-tests runs once per distinct set of flags.
 
 Each tool runs --repeat times (default 2); a size's time is the median of
 its runs and its noise the larger of the two tools' spreads (max - min over
@@ -43,9 +50,13 @@ import subprocess
 import sys
 import tempfile
 
-TESTS = {"allreduce_sm": "all_reduce_perf", "allgather_ce": "all_gather_perf"}
-MODES = {"allreduce_sm": ["sym", "plain"], "allgather_ce": ["ce", "sym", "plain"]}
-FLAGS = {"plain": ["-R", "0"], "sym": ["-R", "2"], "ce": ["-R", "2", "-x", "2"]}
+TESTS = {"allreduce_sm": "all_reduce_perf", "allgather_ce": "all_gather_perf",
+         "allreduce_lsa": "all_reduce_perf", "allreduce_fast": "all_reduce_perf"}
+FAST_STAGES = ["vec", "grid", "1shot", "2shot", "fast"]
+MODES = {"allreduce_sm": ["sym", "plain"], "allgather_ce": ["ce", "sym", "plain"],
+         "allreduce_lsa": ["lsa", "sym", "plain"], "allreduce_fast": FAST_STAGES + ["sym", "plain"]}
+FLAGS = {"plain": ["-R", "0"], "sym": ["-R", "2"], "ce": ["-R", "2", "-x", "2"],
+         "lsa": ["-R", "2", "-D", "1"], **{m: ["-R", "2", "-D", "2"] for m in FAST_STAGES}}
 
 
 def usage(why):
@@ -195,10 +206,10 @@ def main(argv):
         else:
             usage(f"unknown or incomplete argument '{a}'")
     if program is None:
-        usage("name the program: ./allreduce_sm or ./allgather_ce")
+        usage("name the program: ./allreduce_sm, ./allgather_ce, ./allreduce_lsa or ./allreduce_fast")
     name = os.path.basename(program)
     if name not in TESTS:
-        usage(f"'{name}' is not allreduce_sm or allgather_ce")
+        usage(f"'{name}' is not allreduce_sm, allgather_ce, allreduce_lsa or allreduce_fast")
     for key in ("--ranks", "--repeat", "--timeout"):
         if not args[key].isdigit() or int(args[key]) < 1:
             usage(f"{key} takes a whole number from 1, not '{args[key]}'")
@@ -255,19 +266,27 @@ def main(argv):
         for k in range(1, repeat + 1):
             with tempfile.NamedTemporaryFile(suffix=".csv") as tmp:
                 cmd = [program, "--bench", *sizes, "-w", args["-w"], "-i", args["-n"], "--csv", tmp.name,
-                       *(["--graph"] if graphs else []), *args["--ours-args"].split()]
+                       "--cold", *(["--graph"] if graphs else []), *args["--ours-args"].split()]
                 if attempt("this bench", None, cmd, env, f"{name}-{k}.txt") is not None:
                     if keep:
                         shutil.copyfile(tmp.name, os.path.join(keep, f"{name}-{k}.csv"))
                     for mode, times in read_ours(tmp.name, in_l2).items():
                         if mode in ours:
                             ours[mode].append(times)
+            runs = {}  # nccl-tests' flags -> its times this repeat (None: failed)
             for mode in modes:
-                cmd = [binary, *sizes, "-w", args["-w"], "-n", args["-n"], "-t", str(ranks), "-g", "1",
-                       *flags(mode, graphs), *args["--theirs-args"].split()]
-                out = attempt("nccl-tests", mode, cmd, os.environ, f"{TESTS[name]}-{mode}-{k}.txt", read_theirs)
-                if out is not None:
-                    theirs[mode].append(read_theirs(out))
+                key = tuple(flags(mode, graphs))
+                if key not in runs:
+                    cmd = [binary, *sizes, "-w", args["-w"], "-n", args["-n"], "-t", str(ranks), "-g", "1",
+                           *key, *args["--theirs-args"].split()]
+                    out = attempt("nccl-tests", mode, cmd, os.environ, f"{TESTS[name]}-{mode}-{k}.txt",
+                                  read_theirs)
+                    runs[key] = read_theirs(out) if out is not None else None
+                elif runs[key] is None:
+                    failed[mode].setdefault("nccl-tests", []).append(
+                        f"its run with {' '.join(key)} failed (mode {next(m for m in modes if tuple(flags(m, graphs)) == key)})")
+                if runs[key] is not None:
+                    theirs[mode].append(runs[key])
     if loaded:
         print("NCCL loaded: " + "; ".join(f"{tool} {', '.join(sorted(v))}" for tool, v in sorted(loaded.items())))
     if in_l2:

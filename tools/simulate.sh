@@ -5,9 +5,9 @@
 #   tools/simulate.sh [--mpi N] PROGRAM [OPTIONS...]
 #   tools/simulate.sh [--mpi N] --lesson DIR [OPTIONS...]
 #   tools/simulate.sh [--mpi N] --preload YOUR_PROGRAM [ARGS...]
-# PROGRAM: allreduce_sm, allgather_ce or allreduce_lsa (its kernel runs on
-# the host, every GPU thread a fiber; it needs an nccl.h >= 2.30.7:
-# NCCL_HOME, whose include/ is enough). --lesson DIR: a device API lesson
+# PROGRAM: allreduce_sm, allgather_ce, allreduce_lsa or allreduce_fast
+# (their kernels run on the host, every GPU thread a fiber; they need an
+# nccl.h >= 2.30.7: NCCL_HOME, whose include/ is enough). --lesson DIR: a device API lesson
 # folder copied out of this repository with its common/ beside it (DIR/c/
 # main.cu, DIR/../common), your own kernel in it: built for the simulation
 # from there (a compile error is the compiler's, under it what the
@@ -53,7 +53,7 @@ if [ "${1:-}" = --mpi ]; then
 fi
 lesson=""
 case ${1:-} in
-  allreduce_sm | allgather_ce | allreduce_lsa) ;;
+  allreduce_sm | allgather_ce | allreduce_lsa | allreduce_fast) ;;
   --lesson)
     [ -e "${2:-}/c/main.cu" ] || bad "--lesson takes a lesson folder with c/main.cu (a copy of 03_allreduce_lsa, say), not '${2:-}'"
     [ -e "${2:-}/../common/example.mk" ] || bad "--lesson ${2:-}: no common/ beside it (${2:-}/../common/example.mk): copy common/ with the lesson"
@@ -77,7 +77,7 @@ case ${1:-} in
     set -- preload "$@"
     ;;
   -h | --help) usage; exit 0 ;;
-  *) bad "'${1:-}' is not a program here: use allreduce_sm, allgather_ce or allreduce_lsa, --lesson DIR or --preload YOUR_PROGRAM (tools/simulate.sh --help)" ;;
+  *) bad "'${1:-}' is not a program here: use allreduce_sm, allgather_ce, allreduce_lsa or allreduce_fast, --lesson DIR or --preload YOUR_PROGRAM (tools/simulate.sh --help)" ;;
 esac
 program=$1
 shift
@@ -112,24 +112,26 @@ if [ "$program" = preload ]; then
   # The simulation as libnccl.so and libcudart.so, and libwhatran on it.
   target="$root/tests/build/simso/libncclsim.so $root/tests/build/simso/libwhatran.so"
 fi
-if [ "$program" = allreduce_lsa ]; then
+device_api=$([ "$program" = allreduce_lsa ] || [ "$program" = allreduce_fast ] && echo 1)
+if [ -n "$device_api" ]; then
   # The device API needs nccl.h >= 2.30.7: NCCL_HOME's, else CUDA_HOME's.
   code_of() { sed -n 's/^#define NCCL_VERSION_CODE \([0-9]*\).*/\1/p' "$1/include/nccl.h" 2>/dev/null | head -n 1; }
   for home in "${NCCL_HOME:-}" "$cuda" ""; do
     [ -n "$home" ] && [ "$(code_of "$home")" -ge 23007 ] 2>/dev/null && break
   done
-  [ -n "$home" ] || bad "allreduce_lsa needs an nccl.h >= 2.30.7 (the device API), and NCCL_HOME=${NCCL_HOME:-(unset)} and $cuda/include have none: set NCCL_HOME to a newer NCCL: python3 -m pip download --no-deps nvidia-nccl-cu13==2.30.7 -d nccl-wheel && unzip -q nccl-wheel/*.whl -d nccl-wheel, then NCCL_HOME=\$PWD/nccl-wheel/nvidia/nccl"
+  [ -n "$home" ] || bad "$program needs an nccl.h >= 2.30.7 (the device API), and NCCL_HOME=${NCCL_HOME:-(unset)} and $cuda/include have none: set NCCL_HOME to a newer NCCL: python3 -m pip download --no-deps nvidia-nccl-cu13==2.30.7 -d nccl-wheel && unzip -q nccl-wheel/*.whl -d nccl-wheel, then NCCL_HOME=\$PWD/nccl-wheel/nvidia/nccl"
   # (make cannot name a path with a space: through a link without one)
   LSA_NCCL_HOME=$(path_without_spaces "$home") || exit 1
   export LSA_NCCL_HOME
-  variant=lsa-$([ -n "$mpi" ] && echo mpi || echo pthread)
-  target=$root/tests/build/$variant/allreduce_lsa
+  variant=$([ "$program" = allreduce_fast ] && echo fast || echo lsa)-$([ -n "$mpi" ] && echo mpi || echo pthread)
+  target=$root/tests/build/$variant/$program
 fi
 log=$root/tests/build/simulate-build.log
 mkdir -p "$root/tests/build"
-# (allreduce_lsa: the simulation stands in for NCCL's library, and only
-# LSA_NCCL_HOME's headers are used; NCCL_HOME may have nothing else.)
-if ! ([ "$program" = allreduce_lsa ] && unset NCCL_HOME
+# (allreduce_lsa, allreduce_fast: the simulation stands in for NCCL's
+# library, and only LSA_NCCL_HOME's headers are used; NCCL_HOME may have
+# nothing else.)
+if ! ([ -n "$device_api" ] && unset NCCL_HOME
   # shellcheck disable=SC2086 # --preload: two targets
   make --no-print-directory -s -C "$root/tests" $target) >"$log" 2>&1; then
   why=$(grep -m1 -E 'error|No such file|not found|Error [0-9]' "$log" | sed 's/^[^:]*make[^:]*: //')

@@ -224,8 +224,9 @@ static int kernel_usable(const rank_ctx *ctx, ncclComm_t comm)
                                     props.nLsaTeams);
 }
 
-static void *kernel_setup(ncclComm_t comm)
+static void *kernel_setup(const rank_ctx *ctx, ncclComm_t comm)
 {
+  (void)ctx;
   ncclDevComm *devComm = (ncclDevComm *)host_calloc(1, sizeof *devComm);
   ncclDevCommRequirements reqs = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
   reqs.lsaBarrierCount = NCCL_DEVICE_CTA_COUNT;
@@ -233,14 +234,15 @@ static void *kernel_setup(ncclComm_t comm)
   return devComm;
 }
 
-static void kernel_run(void *state, ncclWindow_t send_win,
-                       ncclWindow_t recv_win, size_t count,
-                       cudaStream_t stream)
+static void kernel_run(void *state, int variant, ncclWindow_t send_win,
+                       size_t send_offset, ncclWindow_t recv_win,
+                       size_t recv_offset, size_t count, cudaStream_t stream)
 {
+  (void)variant; /* one: the lesson's kernel */
   const ncclDevComm *devComm = (const ncclDevComm *)state;
   simpleAllReduceKernel<<<NCCL_DEVICE_CTA_COUNT, NCCL_DEVICE_THREADS_PER_CTA,
-                          0, stream>>>(send_win, 0, recv_win, 0, count,
-                                       *devComm);
+                          0, stream>>>(send_win, send_offset, recv_win,
+                                       recv_offset, count, *devComm);
   CUDACHECK(cudaGetLastError());
 }
 

@@ -38,19 +38,28 @@ enum example_collective { COLLECTIVE_ALLREDUCE, COLLECTIVE_ALLGATHER };
 
 typedef struct example_desc example_desc;
 
-/* A lesson's own collective kernel (03_allreduce_lsa): --bench times it
- * beside NCCL's collective, on the same windows. setup and teardown are
- * collective (a device communicator on `comm`); run queues one operation
- * of `count` floats per rank on `stream`. */
+/* A lesson's own collective kernel (03_allreduce_lsa, 04_allreduce_fast):
+ * --bench times it beside NCCL's collective, on the same windows, once per
+ * variant (a mode of the bench each). setup and teardown are collective (a
+ * device communicator on `comm`); run queues one operation of `count`
+ * floats per rank on `stream`, in variant `variant`, on the windows from
+ * the byte offsets given (--cold moves them each operation). */
+#define DEVICE_KERNEL_MAX_VARIANTS 5
 typedef struct rank_ctx rank_ctx;
 typedef struct device_kernel {
   /* Collective: can the kernel run on comm? Each rank that cannot says
    * why, as the lesson does; then it is left out. */
   int (*usable)(const rank_ctx *ctx, ncclComm_t comm);
-  void *(*setup)(ncclComm_t comm);
-  void (*run)(void *state, ncclWindow_t send, ncclWindow_t recv, size_t count,
+  void *(*setup)(const rank_ctx *ctx, ncclComm_t comm);
+  void (*run)(void *state, int variant, ncclWindow_t send, size_t send_offset,
+              ncclWindow_t recv, size_t recv_offset, size_t count,
               cudaStream_t stream);
   void (*teardown)(ncclComm_t comm, void *state);
+  /* The variants, as the bench's modes: a name and what it is. None: one,
+   * called "lsa", "the lesson's kernel on symmetric windows". */
+  int nvariants;
+  const char *names[DEVICE_KERNEL_MAX_VARIANTS];
+  const char *texts[DEVICE_KERNEL_MAX_VARIANTS];
 } device_kernel;
 
 /* What one rank knows about itself. Read-only for the example. */
@@ -61,6 +70,7 @@ struct rank_ctx {
   int ngpus;                   /* GPUs visible to this rank */
   int gpu_shared;              /* 1 on every rank if any GPU of the job runs
                                   several ranks (NCCL_MULTI_RANK_GPU_ENABLE) */
+  int ranks_per_gpu;           /* the most ranks any GPU of this node runs */
   int ranks_are_threads;       /* 1: threads of one process; 0: processes */
   const example_options *opts; /* parsed command line, same on every rank */
   const example_desc *example; /* what runs (NULL in tests of run_ranks) */

@@ -36,4 +36,31 @@ int verify_allreduce(const rank_ctx *ctx, const float *result, size_t count,
 int verify_allgather_segments(const rank_ctx *ctx, const float *result,
                               size_t count);
 
+/* The value rank `rank` puts at element i of an AllReduce that checks more
+ * than a constant can: (rank + 1) + 16 * (i mod 251). Every rank's part
+ * changes every sum, and a sum of the wrong element (one vector or a few
+ * away) is another number; sums of up to 8 ranks are exact in float.
+ * Cannot fail. */
+float pattern_value(int rank, size_t i);
+
+/* Sets values[i] = pattern_value(rank, i) for i in [0, n). */
+void fill_pattern(float *values, size_t n, int rank);
+
+/* Returns how many of result[0..count) differ from the sum over nranks
+ * ranks of pattern_value (first_bad as count_mismatches). Cannot fail. */
+size_t count_pattern_mismatches(const float *result, size_t count, int nranks,
+                                size_t *first_bad);
+
+/* Collective. Checks an AllReduce of fill_pattern's values, printing as
+ * verify_allreduce does (element 0's expected value and what came).
+ * Returns 1 on every rank if every rank's result is right, else 0. */
+int verify_allreduce_pattern(const rank_ctx *ctx, const float *result,
+                             size_t count);
+
+/* Collective. The same check, said in one line on rank 0: "  WHAT:
+ * verified", or each wrong rank's first mismatch and then "  WHAT: wrong".
+ * Returns 1 on every rank if every rank's result is right, else 0. */
+int check_allreduce_pattern(const rank_ctx *ctx, const char *what,
+                            const float *result, size_t count);
+
 #endif

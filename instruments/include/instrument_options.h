@@ -21,6 +21,9 @@ typedef struct instrument_options {
   int overlap;                 /* --overlap: SGEMM beside the collective */
   int graph;                   /* --graph: also time loops replayed from a
                                   CUDA graph */
+  int cold;                    /* --cold: each operation on the next part of
+                                  the buffers (as nccl-tests does), so that
+                                  no operation finds its data in the L2 */
 } instrument_options;
 
 #define BENCH_DEFAULT_MIN    ((size_t)1 << 10)

@@ -10,13 +10,14 @@
 #include "options.h"
 #include "watchdog.h"
 
-enum { OPT_BENCH = 1000, OPT_CSV, OPT_OVERLAP, OPT_TIMEOUT, OPT_GRAPH };
+enum { OPT_BENCH = 1000, OPT_CSV, OPT_OVERLAP, OPT_TIMEOUT, OPT_GRAPH, OPT_COLD };
 
 static const struct option long_options[] = {
     {"bench", no_argument, NULL, OPT_BENCH},
     {"csv", required_argument, NULL, OPT_CSV},
     {"overlap", no_argument, NULL, OPT_OVERLAP},
     {"graph", no_argument, NULL, OPT_GRAPH},
+    {"cold", no_argument, NULL, OPT_COLD},
     {"timeout", required_argument, NULL, OPT_TIMEOUT},
     {"repeat", required_argument, NULL, 'r'},
     {NULL, 0, NULL, 0},
@@ -53,7 +54,8 @@ static void usage(FILE *out, const char *prog, enum usage_part part)
   case USAGE_SYNOPSIS_LINES:
     fprintf(out,
             "       %s --bench [-b MIN] [-e MAX] [-f FACTOR] [-w WARMUP] [-i ITERS]\n"
-            "              [-r REPEAT] [--graph] [--csv FILE] [--overlap] [--timeout SECONDS]\n",
+            "              [-r REPEAT] [--graph] [--cold] [--csv FILE] [--overlap]\n"
+            "              [--timeout SECONDS]\n",
             prog);
     break;
   case USAGE_OPTION_LINES:
@@ -71,6 +73,8 @@ static void usage(FILE *out, const char *prog, enum usage_part part)
         "                     and the spread of all (default %d, at most -i)\n"
         "  --graph            also time each loop replayed from a CUDA graph\n"
         "                     (no host launch per operation), beside the eager time\n"
+        "  --cold             each operation on the next part of the buffers, as\n"
+        "                     nccl-tests does: no operation finds its data in the L2\n"
         "  --csv FILE         also write the rows as CSV\n"
         "  --overlap          also time an SGEMM loop running beside the collective\n",
         WATCHDOG_DEFAULT_S, BENCH_DEFAULT_FACTOR, BENCH_DEFAULT_WARMUP,
@@ -159,6 +163,7 @@ static int parse(int c, const char *value)
   case OPT_CSV: opts.csv = value; needs_bench = "--csv"; return PARSE_OK;
   case OPT_OVERLAP: opts.overlap = 1; needs_bench = "--overlap"; return PARSE_OK;
   case OPT_GRAPH: opts.graph = 1; needs_bench = "--graph"; return PARSE_OK;
+  case OPT_COLD: opts.cold = 1; needs_bench = "--cold"; return PARSE_OK;
   default: /* getopt gives only the options of the tables above */
     return option_error("unknown option '%c'\n", c);
   }
@@ -190,7 +195,7 @@ static int values(unsigned long long *values, int max)
   const unsigned long long mine[] = {
       opts.bench,  opts.min_bytes, opts.max_bytes,     opts.factor,
       opts.warmup, opts.iters,     opts.overlap,       opts.csv != NULL,
-      opts.timeout, opts.repeat,   opts.graph};
+      opts.timeout, opts.repeat,   opts.graph,         opts.cold};
   int n = 0;
   for (; n < max && n < (int)(sizeof mine / sizeof mine[0]); n++)
     values[n] = mine[n];

@@ -59,12 +59,16 @@ static void own_kernel_lines(char *out, size_t size, int n,
       text_add(out, size, ": ranks on different nodes (NCCL_HOSTID too) or"
                           " without NVLink between them cannot load and"
                           " store each other's memory\n");
-    } else if (facts[0].device_api == 1)
+    } else if (facts[0].device_api == 1) {
+      /* The lesson's kernels: one (03), or several (04's stages). */
+      const int several = facts[0].measured && facts[0].work.nnames > 1;
       text_add(out, size,
-               "Device API: the kernel above is the lesson's own, on one LSA"
-               " team of %d rank%s (deviceApiSupport 1, nLsaTeams 1 on every"
-               " rank)\n",
-               n, n == 1 ? "" : "s");
+               "Device API: the kernel%s above %s the lesson's own, on one"
+               " LSA team of %d rank%s (deviceApiSupport 1, nLsaTeams 1 on"
+               " every rank)\n",
+               several ? "s" : "", several ? "are" : "is", n,
+               n == 1 ? "" : "s");
+    }
   }
   free(in);
 }

@@ -35,7 +35,8 @@
   it were PATH).
 - README.md and the pages of docs/ each say where their results were run
   (`--where-run FILE...`).
-The page checks are in tests/checks/page_checks.py.
+The page checks are in tests/checks/page_checks.py, the tables' and lists'
+checks against the code in tests/checks/code_checks.py.
 Prints one line per problem; exits 1 if there is any.
 """
 import difflib
@@ -49,21 +50,24 @@ import tempfile
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "oracles"))
 import expected_output  # noqa: E402
 from markdown import ROOT, code_blocks, tracked  # noqa: E402
+from code_checks import (MAIN, check_glossary, check_lesson_names_no_benchmark,  # noqa: E402
+                         check_lifecycle_diagram, check_make_help, check_tables)
 from page_checks import (check_fact_citations, check_links, check_typed_counts,  # noqa: E402
                          check_users_text, check_where_run)
 
 SIM = os.path.join(ROOT, "tests", "build", "sim-pthread")
 LSA_SIM = os.path.join(ROOT, "tests", "build", "lsa-pthread")  # tests/Makefile: lsa-programs
-MAIN = {"allreduce_sm": "01_allreduce/c/main.c", "allgather_ce": "02_allgather/c/main.c",
-        "allreduce_lsa": "03_allreduce_lsa/c/main.cu"}
+FAST_SIM = os.path.join(ROOT, "tests", "build", "fast-pthread")  # tests/Makefile: fast-programs
+DEVICE_API = ("allreduce_lsa", "allreduce_fast")  # built only where an nccl.h >= 2.30.7 is
 
 
-def run_sim(program, nranks):
-    sim = LSA_SIM if program == "allreduce_lsa" else SIM
+def run_sim(program, nranks, count=None):
+    sim = {"allreduce_lsa": LSA_SIM, "allreduce_fast": FAST_SIM}.get(program, SIM)
     if not os.path.exists(os.path.join(sim, program)):
         return [f"(not built: {sim}/{program}; run make -C tests first)"]
     with tempfile.TemporaryDirectory() as tmp:
-        out = subprocess.run([os.path.join(sim, program)], capture_output=True, text=True, timeout=60,
+        args = [os.path.join(sim, program)] + (["-n", str(count)] if count else [])
+        out = subprocess.run(args, capture_output=True, text=True, timeout=120,
                              env=dict(os.environ, SIM_DIR=tmp, SIM_DEVICES=str(nranks), NTHREADS=str(nranks)))
     return [f"(exit status {out.returncode}: {out.stderr.strip()[-300:]})"] * (out.returncode != 0) + \
         out.stdout.rstrip("\n").split("\n")
@@ -79,161 +83,6 @@ def contains_in_order(source, chunks):
             return False
         pos += n
     return True
-
-
-def table(text, heading):
-    """The rows (lists of cells) of the Markdown table whose first heading
-    cell is `heading`."""
-    rows, inside = [], False
-    for line in text.split("\n"):
-        cells = [c.strip() for c in line.strip().strip("|").split("|")] if line.startswith("|") else None
-        if cells and cells[0] == heading:
-            inside = True
-        elif inside and cells is None:
-            break
-        elif inside and not set(cells[0]) <= set("- "):
-            rows.append(cells)
-    return rows
-
-
-def code_options():
-    """The options the programs accept: the lesson's (common/src/options.c:
-    its getopt string and option table) and the instruments'
-    (instruments/src/options.c: the letters and long options of its
-    instruments_options table)."""
-    lesson = open(os.path.join(ROOT, "common", "src", "options.c")).read()
-    tools = open(os.path.join(ROOT, "instruments", "src", "options.c")).read()
-    short = re.search(r'snprintf\(shorts, size, "([^"%]+)', lesson).group(1)
-    short += re.search(r'instruments_option_set instruments_options = \{\s*"([^"]*)"', tools).group(1)
-    opts = {"-" + c for c in short if c.isalpha()}
-    for text in (lesson, tools):
-        opts |= {"--" + name for name in re.findall(r'\{"([a-z-]+)",\s*\w+_argument', text)}
-    return opts
-
-
-def header_value(name):
-    for path in glob.glob(os.path.join(ROOT, "common", "include", "*.h")) + \
-            glob.glob(os.path.join(ROOT, "instruments", "include", "*.h")):
-        m = re.search(r"#define " + name + r"\s+(.+)", open(path).read())
-        if m:
-            return re.sub(r"/\*.*", "", m.group(1)).strip()
-    return None
-
-
-def check_tables(problems):
-    """The README's option and exit-status tables (and the --bench usage
-    line of docs/bench/README.md) against the code."""
-    readme = open(os.path.join(ROOT, "README.md")).read()
-    checks = 0
-    options = table(readme, "option")
-    # The --bench options: in the usage line of docs/bench/README.md.
-    bench_doc = open(os.path.join(ROOT, "docs", "bench", "README.md")).read()
-    bench = re.search(r"\./allreduce_sm --bench (.*)", bench_doc)
-    documented = set()
-    for row in options:
-        documented |= set(re.findall(r"(?<![\w-])(--?[a-z][a-z-]*)", row[0]))
-    bench_documented = set(re.findall(r"(?<![\w-])(--?[a-z][a-z-]*)", bench.group(0))) if bench else set()
-    accepted = code_options()
-    checks += 1
-    for opt in sorted(accepted - documented - bench_documented):
-        problems.append(f"README.md: option {opt} is accepted by the programs (common/src/options.c, instruments/src/options.c) but not in the option table"
-                        " or docs/bench/README.md's --bench usage line")
-    for opt in sorted(documented - accepted):
-        problems.append(f"README.md: the option table lists {opt}, which the programs do not accept")
-    if not options:
-        problems.append("README.md: no table with the heading 'option'")
-    # The defaults and limits the table states.
-    count = header_value("DEFAULT_COUNT")
-    nthreads = header_value("NTHREADS_MAX")
-    for key, value, where in (("--count", count, "default"), ("NTHREADS", nthreads, "up to")):
-        checks += 1
-        try:
-            number = eval(re.sub(r"\(size_t\)", "", value), {}) if value else None
-        except (SyntaxError, NameError):
-            number = None
-        row = next((r for r in options if key in r[0]), None)
-        if number is None or row is None or f"{where} {number}" not in row[1]:
-            problems.append(f"README.md: the option table's {key} row does not say '{where} {number}'"
-                            " (the code's value)")
-    # Exit statuses: 0, 1 and every EXIT_* code of common/ and instruments/.
-    checks += 1
-    codes = {"0": "EXIT_SUCCESS", "1": "EXIT_FAILURE"}
-    for path in glob.glob(os.path.join(ROOT, "common", "include", "*.h")) + \
-            glob.glob(os.path.join(ROOT, "instruments", "include", "*.h")):
-        for name, value in re.findall(r"#define (EXIT_\w+)\s+(\d+)", open(path).read()):
-            codes[value] = name
-    listed = {row[0] for row in table(readme, "status")}
-    for value in sorted(set(codes) - listed):
-        problems.append(f"README.md: exit status {value} ({codes[value]}) is missing from the exit-status table")
-    for value in sorted(listed - set(codes)):
-        problems.append(f"README.md: the exit-status table lists {value}, which no EXIT_* code in common/include or instruments/include has")
-    return checks
-
-
-def check_lifecycle_diagram(problems):
-    """The README's Mermaid lifecycle names NCCL calls in the order both
-    main.c files make them ("A / B": either)."""
-    readme = open(os.path.join(ROOT, "README.md")).read()
-    m = re.search(r"```mermaid\n(.*?)```", readme, re.S)
-    if not m:
-        problems.append("README.md: no ```mermaid block (the lifecycle diagram)")
-        return 0
-    steps = [item.replace(" ", "").split("/")
-             for item in re.findall(r"nccl\w+(?:\s*/\s*nccl\w+)*", m.group(1))]
-    checked = 0
-    for prog, path in MAIN.items():
-        calls = [l for l in open(os.path.join(ROOT, path)).read().split("\n") if "NCCLCHECK(" in l or "ncclComm" in l]
-        code = "\n".join(calls)
-        at = 0
-        for alternatives in steps:
-            found = [code.find(name, at) for name in alternatives]
-            found = [f for f in found if f >= 0]
-            checked += 1
-            if not found:
-                problems.append(f"README.md: the lifecycle diagram's {' / '.join(alternatives)} is not in {path}"
-                                " after the steps before it")
-                break
-            at = min(found) + 1
-    return checked
-
-
-def check_make_help(problems):
-    """docs/building.md names every target and variable `make help` lists
-    (the top-level Makefile's help recipe)."""
-    makefile = open(os.path.join(ROOT, "Makefile")).read()
-    recipe = makefile[makefile.index("\nhelp:"):]
-    targets = set(re.findall(r'@echo "make ([a-z0-9_-]+)', recipe)) - {"MPI"}
-    variables = set(re.findall(r"([A-Z_]+)=", re.search(r'@echo "variables: (.*)"', recipe).group(1)))
-    doc = open(os.path.join(ROOT, "docs", "building.md")).read()
-    for name in sorted(targets | variables):
-        if f"`{name}" not in doc:
-            problems.append(f"docs/building.md: `make help` lists {name}, which it does not name")
-    return len(targets) + len(variables)
-
-
-def check_lesson_names_no_benchmark(problems):
-    """A lesson's main.c uses nothing of --bench: its descriptor names the
-    collective it teaches (COLLECTIVE_*), the driver maps it to a benchmark."""
-    for path in MAIN.values():
-        for number, line in enumerate(open(os.path.join(ROOT, path)).read().split("\n"), 1):
-            code = re.sub(r"/\*.*?\*/|^\s*\*.*", "", line)
-            if re.search(r"\b(BENCH_\w+|bench_\w+|run_bench)\b", code):
-                problems.append(f"{path}:{number}: the lesson names the benchmark: {line.strip()}")
-    return len(MAIN)
-
-
-GLOSSARY_TERMS = ["CUPTI", "NVLS", "VMM", "lesson", "[fact", "CTA", "LSA team", "LSA barrier", "session", "epoch"]
-
-
-def check_glossary(problems):
-    """README.md's "Words used here" table explains the words the pages
-    use without explaining them each time."""
-    rows = table(open(os.path.join(ROOT, "README.md")).read(), "word")
-    words = " ".join(row[0] for row in rows)
-    for term in GLOSSARY_TERMS:
-        if term not in words:
-            problems.append(f"README.md: the 'word' table does not explain {term}")
-    return len(GLOSSARY_TERMS)
 
 
 # Checks run alone on the files named after them (controls: tests/data/docs).
@@ -255,7 +104,7 @@ def main():
         return 1 if problems else 0
     problems = []
     sources = {p: [l.strip() for l in open(os.path.join(ROOT, p)).read().split("\n")]
-               for p in tracked("*.c") + tracked("*.h") + tracked("*.cu")}
+               for p in tracked("*.c") + tracked("*.h") + tracked("*.cu") + tracked("*.cuh")}
     main_lines = {prog: open(os.path.join(ROOT, path)).read().split("\n") for prog, path in MAIN.items()}
     recorded_reports = {line for path in glob.glob(os.path.join(ROOT, "docs", "what-ran", "h200-*.txt"))
                         for line in open(path).read().split("\n")}
@@ -263,17 +112,18 @@ def main():
     for doc in tracked("*.md"):
         text = open(os.path.join(ROOT, doc)).read()
         for lang, lines, before, _ in code_blocks(text):
-            m = re.match(r"<!-- expected-output (\S+) (\d+) on the simulation -->", before.strip())
+            m = re.match(r"<!-- expected-output (\S+) (\d+)(?: -n (\d+))? on the simulation -->", before.strip())
             if m:  # the whole block, What ran too, as the simulation prints it
                 checked += 1
                 prog, n = m.group(1), int(m.group(2))
-                if lines != (oracle := expected_output.expected(prog, n, measured=True)):
+                count = int(m.group(3)) if m.group(3) else expected_output.DEFAULT_COUNT
+                if lines != (oracle := expected_output.expected(prog, n, count, measured=True)):
                     problems.append(f"{doc}: expected output of {prog} on {n} ranks (simulated) differs"
                                     " from the oracle's:")
                     problems += [f"  {line}" for line in difflib.unified_diff(
                         lines, oracle, "README", "the oracle", lineterm="", n=1)]
-                got = run_sim(prog, n)
-                if not (got[0].startswith("(not built") and prog == "allreduce_lsa") and \
+                got = run_sim(prog, n, m.group(3))
+                if not (got[0].startswith("(not built") and prog in DEVICE_API) and \
                         expected_output.without_report(got) != expected_output.without_report(lines):
                     problems.append(f"{doc}: expected output of {prog} on {n} ranks differs from the simulated"
                                     f" program's: {[l for l in got if l not in lines][:2]}")

@@ -1,6 +1,8 @@
 /* Wrong: the lesson's kernel, then it rescales its own receive window
  * after the final barrier, which only released: the peers' stores into it
- * are not acquired (NCCL's acquireOrderOf(release) is relaxed). */
+ * are not acquired (NCCL's acquireOrderOf(release) is relaxed). Each CTA
+ * rescales what the same CTA of every rank stored (the elements its
+ * barrier would order, had it acquired). */
 __global__ void simpleAllReduceKernel(ncclWindow_t sendwin, size_t sendoffset,
                                       ncclWindow_t recvwin, size_t recvoffset,
                                       size_t count, struct ncclDevComm devComm)
@@ -22,7 +24,8 @@ __global__ void simpleAllReduceKernel(ncclWindow_t sendwin, size_t sendoffset,
   }
   bar.sync(ncclCoopCta(), cuda::memory_order_release);
   float *mine = (float *)ncclGetLsaPointer(recvwin, recvoffset, rank);
-  for (size_t i = threadIdx.x + (size_t)blockDim.x * blockIdx.x; i < count;
-       i += (size_t)blockDim.x * gridDim.x)
-    mine[i] *= 1.0f;
+  for (int peer = 0; peer < nRanks; peer++)
+    for (size_t i = threadIdx.x + (size_t)blockDim.x * (peer + (size_t)blockIdx.x * nRanks);
+         i < count; i += globalNthreads)
+      mine[i] *= 1.0f;
 }

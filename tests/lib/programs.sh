@@ -65,6 +65,15 @@ lsa_case() {
   need "lsa-programs"
 }
 
+# fast_case NAME: the same for the fast-kernel lesson (04_allreduce_fast:
+# fast-pthread, fast-mpi).
+fast_case() {
+  if [ -n "$LSA_MISSING" ]; then skip "$1" "$LSA_MISSING"; return 1; fi
+  [[ $1 == *mpi* ]] && { mpi_cases "$1" || return 1; }
+  begin "$1" || return 1
+  need "fast-programs"
+}
+
 SMALL=4096 # floats per rank in the simulated runs: fast, still many pages
 # Builds whose point is not the compiler's output (a seam, a layout, an
 # example's own `make test`) compile unoptimised: faster, and the real

@@ -9,8 +9,8 @@ the READMEs' expected-output blocks with it.
 --gpus: GPUs visible (default NRANKS); rank r uses GPU r mod G.
 --shared-sms: the ranks share GPUs of S SMs each (NCCL_MULTI_RANK_GPU_ENABLE
               =1): adds the two framework lines that say so.
---measured: allreduce_lsa's report of what ran as CUPTI measures it (the
-            lesson's kernel, one LSA team).
+--measured: allreduce_lsa's (or allreduce_fast's) report of what ran as
+            CUPTI measures it (the lesson's kernels, one LSA team).
 --no-report: leave out the report of what ran (the last lines, which only a
              build without CUPTI can predict: it says it measured nothing).
 """
@@ -22,6 +22,25 @@ NO_CUPTI_REPORT = "What ran: not measured: this build has no CUPTI (HAVE_CUPTI=0
 REPORT_PREFIXES = ("What ran: ", "Why not the copy engines: ", "Why no symmetric kernel: ",
                    "Device API: ", "Why not the lesson's kernel: ")
 LSA_BARRIERS = 16  # 03_allreduce_lsa/c/main.cu: NCCL_DEVICE_CTA_COUNT
+# 04_allreduce_fast: the simulated GPU's SMs and resident CTAs (tests/sim:
+# SIM_SMS, SIM_CTA_SLOTS), and the lesson's launch (main.cu).
+SIM_SMS = 132
+SIM_CTA_SLOTS = 132
+FAST_THREADS = 512
+FAST_FLOATS_PER_CTA = FAST_THREADS * 4 * 4  # threads * UNROLL * floats per vector
+FAST_ONE_SHOT_MAX_READ = 2 * 1024 * 1024  # bytes one-shot reads per rank: ranks x size
+FAST_STAGES = ["stage 1: 16-byte vectors, 16 CTAs", "stage 2: the grid sized to the GPU",
+               "stage 3: one-shot", "stage 3: two-shot"]
+
+
+def fast_grid(count, ranks_per_gpu, sms=SIM_SMS, slots=SIM_CTA_SLOTS):
+    """(the most CTAs per rank, the CTAs for count floats): the SMs times
+    the CTAs of 512 threads one SM holds (what the simulation keeps
+    resident over its SMs, at most 2048 threads), over the ranks on a GPU;
+    one CTA per 8192 floats, at least one."""
+    per_sm = min(slots // sms, 2048 // FAST_THREADS)
+    most = sms * per_sm // ranks_per_gpu
+    return most, min(max(1, -(-count // FAST_FLOATS_PER_CTA)), most)
 
 
 def without_report(lines):
@@ -93,6 +112,24 @@ def lesson(program, n, count, ngpus, null_windows=False, local_registration=None
         out.append("AllReduce kernel completed")
         total = n * (n - 1) // 2
         out.append(f"Verification - Expected: {total}.0, Got: {total}.0")
+    elif program == "allreduce_fast":
+        per_gpu = -(-n // ngpus)
+        most, grid = fast_grid(count, per_gpu)
+        out.append(f"Starting fast Device API AllReduce example with {n} ranks")
+        out += [f"  Rank {r} communicator initialized using device {r % ngpus}" for r in ranks]
+        out += [f"  Rank {r}: device API supported, 1 LSA team" for r in ranks]
+        out.append(f"  Grid: at most {most} CTAs of {FAST_THREADS} threads per rank ({per_gpu} rank"
+                   f"{'' if per_gpu == 1 else 's'} per GPU), {grid} for this size")
+        out += [f"  Rank {r} allocating {mb(size)} MB per buffer" for r in ranks]
+        out += [f"  Rank {r} data initialized" for r in ranks]
+        out += [f"  Rank {r} created device communicator with {most} LSA barriers" for r in ranks]
+        out.append(f"Starting AllReduce with {count} elements ({size // 1048576} MB) in 4 kernels")
+        out += [f"  {stage}: verified" for stage in FAST_STAGES]
+        shot = "one-shot" if size * n <= FAST_ONE_SHOT_MAX_READ else "push"
+        out.append(f"AllReduce kernel completed ({shot})")
+        # element 0 of rank r is r + 1 (common/src/verify.c, pattern_value)
+        total = n * (n + 1) // 2
+        out.append(f"Verification - Expected: {total}.0, Got: {total}.0")
     elif program == "allgather_ce":
         out.append(f"Starting AllGather example with {n} ranks (Copy Engine enabled)")
         out += [f"  Rank {r} communicator initialized using device {r % ngpus} (CTAPolicy=2)" for r in ranks]
@@ -104,7 +141,8 @@ def lesson(program, n, count, ngpus, null_windows=False, local_registration=None
         out.append("AllGather completed successfully")
         out += [f"Verification - Segment {r}: Expected: {r}.0, Got: {r}.0" for r in ranks]
     else:
-        raise ValueError(f"unknown program {program!r}: allreduce_sm, allgather_ce or allreduce_lsa")
+        raise ValueError(f"unknown program {program!r}: allreduce_sm, allgather_ce, allreduce_lsa"
+                         " or allreduce_fast")
     out.append("Results verified correctly")
     out += [f"  Rank {r} symmetric memory windows deregistered" for r in ranks]
     out.append("All resources cleaned up successfully")
@@ -112,6 +150,9 @@ def lesson(program, n, count, ngpus, null_windows=False, local_registration=None
         out.append("Example completed - demonstrated symmetric memory lifecycle")
     elif program == "allreduce_lsa":
         out.append("Example completed - demonstrated an AllReduce kernel on symmetric windows"
+                   " through the device API")
+    elif program == "allreduce_fast":
+        out.append("Example completed - demonstrated a fast AllReduce kernel on symmetric windows"
                    " through the device API")
     else:
         out.append("Example completed - demonstrated symmetric memory + copy engine allgather")
@@ -129,6 +170,17 @@ def lsa_report(nranks):
             " (deviceApiSupport 1, nLsaTeams 1 on every rank)"]
 
 
+def fast_report(nranks):
+    """What ran for allreduce_fast, measured (CUPTI): the lesson's three
+    kernels on every rank, one LSA team of all ranks."""
+    kernels = "allreduce_push, allreduce_one_shot, allreduce_two_shot"
+    ran = f"a local kernel: {kernels}" if nranks == 1 else f"kernels {kernels}"
+    ranks = "rank" if nranks == 1 else "ranks"
+    return [f"What ran: AllReduce ran {ran} on every rank",
+            f"Device API: the kernels above are the lesson's own, on one LSA team of {nranks} {ranks}"
+            " (deviceApiSupport 1, nLsaTeams 1 on every rank)"]
+
+
 def expected(program, nranks, count=DEFAULT_COUNT, mode="pthread", ngpus=None, shared_sms=None,
              report=True, null_windows=False, local_registration=None, measured=False):
     """The lines of stdout, without newlines; with `report`, those of a
@@ -139,8 +191,9 @@ def expected(program, nranks, count=DEFAULT_COUNT, mode="pthread", ngpus=None, s
     lines = shared_lines(nranks, ngpus, shared_sms) if shared_sms else []
     lines += header(mode, nranks, ngpus) + lesson(program, nranks, count, ngpus, null_windows,
                                                  local_registration)
-    if measured:  # allreduce_lsa with CUPTI
-        return lines + (lsa_report(nranks) if report else [])
+    if measured:  # allreduce_lsa or allreduce_fast with CUPTI
+        ran = fast_report(nranks) if program == "allreduce_fast" else lsa_report(nranks)
+        return lines + (ran if report else [])
     return lines + ([NO_CUPTI_REPORT] if report else [])
 
 

@@ -136,6 +136,28 @@ static void unlaunched_shared_memory(void *args)
   (void)ncclsim_dynamic_shared(); /* the launch asked for none */
 }
 
+void __tsan_write4(void *p);
+
+/* Two threads of a CTA write one __shared__ word, nothing between them. */
+static void shared_word_twice(void *args)
+{
+  (void)args;
+  float *word = ncclsim_shared_object(1, sizeof(float), sizeof(float));
+  __tsan_write4(word);
+  *word = (float)ncclsim_thread_idx().x;
+}
+
+/* The first thread of each of two CTAs writes one word of device memory
+ * (cudaMalloc's): nothing orders two CTAs of a kernel. */
+static void global_word_twice(void *args)
+{
+  float *word = *(float **)args;
+  if (ncclsim_thread_idx().x == 0) {
+    __tsan_write4(word);
+    *word = (float)ncclsim_block_idx().x;
+  }
+}
+
 /* ------------------------------------------------------------ the cases */
 
 #define KERNEL_CASE(fn, kernel, threads)                                       \
@@ -154,6 +176,23 @@ KERNEL_CASE(shared_memory, unlaunched_shared_memory, 1)
 KERNEL_CASE(lsa_pointer, pointer_at_window_end, 1)
 KERNEL_CASE(lsa_barrier, barrier_past_count, 1)
 KERNEL_CASE(memory_access, reads_past_window, 1)
+
+KERNEL_CASE(shared_race, shared_word_twice, 2)
+
+static int global_race(const rank_ctx *ctx)
+{
+  lsa_setup s;
+  setup(ctx, &s, 2);
+  float *word = NULL;
+  CUDACHECK(cudaMalloc((void **)&word, 64));
+  CUDACHECK(ncclsim_launch("wrong_kernel", (dim3){2, 1, 1}, (dim3){1, 1, 1},
+                           0, cudaStreamPerThread, &s.dev, global_word_twice,
+                           &word, no_release, NULL));
+  CUDACHECK(cudaStreamSynchronize(cudaStreamPerThread));
+  CUDACHECK(cudaFree(word));
+  finish(&s);
+  return 0;
+}
 
 static int devcomm_left(const rank_ctx *ctx)
 {
@@ -184,5 +223,7 @@ const rule_case device_cases[] = {
     {"memory-access", memory_access},
     {"destroy-device-communicator", devcomm_left},
     {"device-communicator", barrier_counts_differ},
+    {"shared-data-race", shared_race},
+    {"data-race", global_race},
 };
 const size_t device_ncases = sizeof device_cases / sizeof *device_cases;

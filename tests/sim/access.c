@@ -1,58 +1,40 @@
-/* ncclsim: every access a kernel makes to window memory, checked against
- * happens-before (hb.c; see device.h). A simulated lesson's main.cu is
- * compiled with -fsanitize=thread (sim/compile_cu.sh): the compiler then
- * calls __tsan_readN / __tsan_writeN / __tsan_atomicN_* before each access
- * of that file, and the simulation, not ThreadSanitizer's runtime, defines
- * them here. Outside a kernel, or outside windows, they return at once.
- *
- * Each window has a shadow, shared by every rank as the window is: per
- * 4-byte word, its last write (rank, unit, thread, clock, site, atomic or
- * not) and each rank's last read (unit, clock). An access conflicts with
- * another rank's write (or, for a write, read) of the same word that is
- * not ordered before it: a rule violation, lsa-data-race, naming both
- * accesses and what is missing of the release -> acquire chain. Accesses
- * of one rank are not compared (the GPU orders nothing between its CTAs
- * either, but the rule is about the peers' windows); atomics do not
- * conflict with atomics. Host copies into and out of windows (queues.c)
- * are accesses of the rank's host unit. */
+/* ncclsim: every access a kernel makes, checked against happens-before
+ * (hb.c; see device.h). A simulated lesson's main.cu is compiled with
+ * -fsanitize=thread (sim/compile_cu.sh): the compiler then calls
+ * __tsan_readN / __tsan_writeN / __tsan_atomicN_* before each access of
+ * that file, and the simulation, not ThreadSanitizer's runtime, defines
+ * them (tsan_hooks.c). Outside a kernel they return at once. In a kernel,
+ * before each access, the schedule may give the CPU to another GPU thread
+ * (from the seed: a GPU interleaves its threads between any two
+ * accesses, a load and the store of a += too), then the access is
+ * checked in the shadow (shadow.c) of what it touches:
+ *  - the CTA's __shared__ memory: against its other threads' accesses
+ *    (shared-data-race);
+ *  - a window: against every rank's accesses, its host's copies too
+ *    (queues.c), those of other CTAs of the same rank included
+ *    (lsa-data-race); each window has a shadow that every rank maps;
+ *  - other device memory of the rank (cudaMalloc, ncclMemAlloc outside a
+ *    window): against its other CTAs' and threads' (data-race), in a
+ *    shadow of this process made at the kernel's first access; the host's
+ *    copies are ordered by their streams and not checked there.
+ * A race names both accesses and what is missing of the order. */
 
 #include "sim.h"
 
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
-/* ------------------------------------------------------- the shadows */
+#include "fibers.h"
+#include "shadow.h"
 
-/* A write stamp: clock (32 bits), unit lane (11: HB_HOST fits), rank (8),
- * thread (10), atomic (1), set (1). A read stamp: clock (21 bits), lane
- * (11). */
-_Static_assert(HB_HOST < 2048, "a lane fits in 11 bits");
-#define W_SET (1ull << 62)
-#define W_ATOMIC (1ull << 61)
-static uint64_t write_stamp(uint32_t clock, int lane, int rank, unsigned t,
-                            int atomic)
-{
-  return W_SET | (atomic ? W_ATOMIC : 0) | (uint64_t)(t & 1023) << 51 |
-         (uint64_t)(rank & 255) << 43 | (uint64_t)(lane & 2047) << 32 | clock;
-}
-#define W_CLOCK(s) ((uint32_t)(s))
-#define W_LANE(s) ((int)((s) >> 32 & 2047))
-#define W_RANK(s) ((int)((s) >> 43 & 255))
-#define W_THREAD(s) ((unsigned)((s) >> 51 & 1023))
-#define R_MASK 0x1fffffu
-#define R_STAMP(lane, clock) ((uint32_t)(lane) << 21 | ((clock) & R_MASK))
-#define R_CLOCK(s) ((s) & R_MASK)
-#define R_LANE(s) ((int)((s) >> 21))
+/* ------------------------------------------------------- the shadows */
 
 size_t hb_shadow_bytes(size_t window_bytes, int nranks)
 {
-  const size_t words = (window_bytes + 3) / 4;
-  return words * (sizeof(uint64_t) + sizeof(uint32_t)) +
-         (size_t)nranks * words * sizeof(uint32_t);
+  return shadow_bytes((window_bytes + 3) / 4, nranks);
 }
 
 /* A window as this process reaches it, with its shadow. */
@@ -60,9 +42,7 @@ typedef struct region {
   const unsigned char *base;
   size_t bytes, words, reach; /* reach: to the end of its allocation */
   size_t mapped; /* to the end of its mapping (whole pages), >= reach */
-  uint64_t *writes;
-  uint32_t *sites;  /* the last write's place in the program (exe offset) */
-  uint32_t *reads;  /* [rank][word] */
+  shadow shadow; /* a read slot per rank */
   int owner;
   hb_domain *domain;
   const struct ncclComm *comm; /* the registering rank's (its folder) */
@@ -91,9 +71,7 @@ void hb_region_add(const void *window, const void *base, size_t bytes,
   regions[i] = (region){.base = base, .bytes = bytes, .words = words,
                         .reach = reach > bytes ? reach : bytes,
                         .mapped = mapped > reach ? mapped : reach,
-                        .writes = shadow,
-                        .sites = (uint32_t *)((uint64_t *)shadow + words),
-                        .reads = (uint32_t *)((uint64_t *)shadow + words) + words,
+                        .shadow = shadow_at(shadow, words, comm->nranks),
                         .owner = owner, .domain = comm->hb, .comm = comm,
                         .window = window};
   if (i == nregions)
@@ -135,109 +113,99 @@ static region *region_of(const void *p)
   return NULL;
 }
 
-/* ------------------------------------------------------- the reports */
+/* ------------------------------------------------- global memory */
 
-/* "main.cu:63" for a place in the program (an offset in its executable),
- * or "" where the program has no line information for it. */
-void line_of(uint32_t offset, char *buf, size_t len)
+/* Device memory of this rank outside windows that a running kernel
+ * touched: a shadow for the kernel's run (its CTAs and threads against
+ * each other; kernels on one stream are ordered, and stream order is not
+ * checked here), freed when the kernel ends. */
+typedef struct global_region {
+  const unsigned char *base;
+  size_t bytes;
+  void *memory;
+  size_t memory_bytes;
+  shadow shadow;
+} global_region;
+#define MAX_GLOBALS 64
+static _Thread_local global_region globals[MAX_GLOBALS];
+static _Thread_local int nglobals;
+static _Thread_local uintptr_t not_device_page; /* the last page found not to be */
+
+static global_region *global_of(const void *p)
 {
-  buf[0] = '\0';
-  char cmd[128], out[256] = "";
-  snprintf(cmd, sizeof cmd, "addr2line -e /proc/%d/exe 0x%x 2>/dev/null",
-           (int)getpid(), offset);
-  FILE *p = popen(cmd, "r");
-  if (p == NULL)
-    return;
-  if (fgets(out, sizeof out, p) != NULL && strstr(out, "??") == NULL) {
-    out[strcspn(out, "\n")] = '\0';
-    char *extra = strstr(out, " (discriminator");
-    if (extra != NULL)
-      *extra = '\0';
-    const char *base = strrchr(out, '/');
-    snprintf(buf, len, ", %.100s", base ? base + 1 : out);
+  const unsigned char *b = p;
+  for (int i = 0; i < nglobals; i++)
+    if (b >= globals[i].base && b < globals[i].base + globals[i].bytes)
+      return &globals[i];
+  if ((uintptr_t)p >> 12 == not_device_page || nglobals == MAX_GLOBALS)
+    return NULL;
+  pthread_mutex_lock(&lock);
+  const sim_alloc *a = find_alloc(p, 1);
+  pthread_mutex_unlock(&lock);
+  if (a == NULL) {
+    not_device_page = (uintptr_t)p >> 12;
+    return NULL;
   }
-  pclose(p);
+  global_region *g = &globals[nglobals];
+  const size_t words = (a->size + 3) / 4;
+  g->memory_bytes = shadow_bytes(words, SHARED_SLOTS);
+  g->memory = mmap(NULL, g->memory_bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (g->memory == MAP_FAILED)
+    sim_failure("a kernel's access", "no memory for the shadow of %zu bytes"
+                " of device memory", a->size);
+  g->base = a->base, g->bytes = a->size;
+  g->shadow = shadow_at(g->memory, words, SHARED_SLOTS);
+  nglobals++;
+  return g;
 }
 
-uint32_t exe_offset(const void *pc)
+void hb_kernel_memory_done(void)
 {
-  Dl_info info;
-  if (pc == NULL || dladdr(pc, &info) == 0 || info.dli_fbase == NULL)
-    return 0;
-  return (uint32_t)((const unsigned char *)pc - (const unsigned char *)info.dli_fbase);
+  for (int i = 0; i < nglobals; i++)
+    munmap(globals[i].memory, globals[i].memory_bytes);
+  nglobals = 0;
+  not_device_page = 0;
 }
 
-/* Who made an access: "rank 1's kernel (CTA 3, thread 17, main.cu:63)"
- * or "rank 1's host (a copy or memset on its stream)". */
-static void who(int rank, int lane, unsigned thread, uint32_t site,
-                char *buf, size_t len)
-{
-  char line[160];
-  if (lane == HB_HOST) {
-    snprintf(buf, len, "rank %d's host (a copy or memset)", rank);
-    return;
-  }
-  line_of(site, line, sizeof line);
-  if (lane == HB_NONE)
-    snprintf(buf, len, "rank %d's kernel (a CTA past the %d with a clock of"
-             " their own, thread %u%s)", rank, HB_LANES, thread, line);
-  else
-    snprintf(buf, len, "rank %d's kernel (CTA %d, thread %u%s)", rank, lane,
-             thread, line);
-}
+/* ------------------------------------------------------- the checks */
 
-/* Reports the race, and ends the run; or, where the other side has
- * released nothing yet while its kernel runs, lets its verdict wait for
- * that side (races.c) and returns. */
-static void race(const region *rg, size_t word, int writes,
-                 int rank, int lane, unsigned thread,
-                 uint32_t site, int other_writes, int other_rank,
-                 int other_lane, unsigned other_thread,
-                 uint32_t other_site, uint32_t other_clock)
+/* An access of a kernel emitted as one aligned load or store of `bytes`
+ * (a float4 is 16) at an address that is not a multiple of it: on a GPU
+ * the instruction faults ("misaligned address", cudaErrorMisalignedAddress),
+ * where the host that simulates it does not. */
+static _Noreturn void misaligned(const void *p, size_t bytes, int how,
+                                 void *pc)
 {
-  const int unit = hb_unit(rank, lane), other = hb_unit(other_rank, other_lane);
-  const int deferred = races_deferred(rg->domain, unit, other, other_clock);
-  if (deferred == 2)
-    return; /* another race's verdict waits: it ends the run */
-  char me[256], them[256], place[320] = "a copy or memset", head[1400];
-  who(rank, lane, thread, site, me, sizeof me);
-  who(other_rank, other_lane, other_thread, other_site, them, sizeof them);
-  if (lane != HB_HOST)
-    current_place(place, sizeof place);
-  snprintf(head, sizeof head,
-           "ncclsim: RULE VIOLATION [lsa-data-race] rank %d in %s: %s %s the"
-           " word at byte %zu of rank %d's window, which %s %s, and nothing"
-           " orders the two: ",
-           rank, place, me, writes ? "writes" : "reads", word * 4, rg->owner,
-           them, other_writes ? "wrote" : "read");
-  const char *missing = hb_missing(rg->domain, unit, other, other_clock);
-  if (deferred && races_defer(rg->domain, rg->comm->dir, unit, writes, other,
-                              other_writes, other_clock, head, missing))
-    return;
+  char line[160], place[320];
+  line_of(exe_offset(pc), line, sizeof line);
   fflush(stdout);
-  fprintf(stderr, "%s%s\n", head, missing);
-  mark_abort(rg->comm->dir);
+  fprintf(stderr,
+          "ncclsim: RULE VIOLATION [misaligned-access] rank %d in %s: a"
+          " %zu-byte %s at %p%s%s, an address that is not a multiple of %zu:"
+          " a GPU's %zu-byte instruction faults there (misaligned address);"
+          " move the elements before the first aligned one one at a time\n",
+          current_kernel_rank(), current_place(place, sizeof place), bytes,
+          how & HB_WRITE ? "store" : "load", p, line[0] ? ", " : "", line,
+          bytes, bytes);
   _exit(SIM_EXIT_VIOLATION);
 }
 
-/* ------------------------------------------------------- the check */
-
-enum { READ = HB_READ, WRITE = HB_WRITE, ATOMIC = 2 };
-
-/* An access of a kernel that runs past the end of a window (wherever it
- * starts): NCCL maps a peer's window with its registered size, nothing
- * after it. A rank's own buffer past its window but inside its allocation
- * is exempt: its own pointers reach it as well. */
+/* A kernel's access that runs past the end of a window, wherever it
+ * starts: NCCL maps a peer's window with its registered size, nothing
+ * after it. A rank's own buffer past its window but inside its
+ * allocation is exempt: its own pointers reach it as well. */
 static void check_bounds(const region *rg, const void *p, size_t bytes,
-                         int how, int rank, int lane, unsigned thread,
-                         uint32_t site)
+                         int how, const mem_access *a)
 {
   const size_t at = (size_t)((const unsigned char *)p - rg->base);
-  if (lane == HB_HOST || at + bytes <= rg->bytes ||
-      (rg->owner == rank && at + bytes <= rg->reach))
+  if (at + bytes <= rg->bytes ||
+      (rg->owner == a->rank && at + bytes <= rg->reach))
     return;
-  char me[256], place[320], what[64];
-  who(rank, lane, thread, site, me, sizeof me);
+  char by[256], line[160], place[320], what[64];
+  line_of(a->site, line, sizeof line);
+  snprintf(by, sizeof by, "rank %d's kernel (CTA %d, thread %u%s%s)", a->rank,
+           a->lane, a->thread, line[0] ? ", " : "", line);
   if (bytes > 1)
     snprintf(what, sizeof what, "bytes %zu to %zu", at, at + bytes - 1);
   else
@@ -248,74 +216,132 @@ static void check_bounds(const region *rg, const void *p, size_t bytes,
           " of rank %d's buffer, past the end of its %zu-byte window%s: NCCL"
           " maps a peer's window, the size it was registered with, and"
           " nothing after it\n",
-          rank, current_place(place, sizeof place), me,
-          how & WRITE ? "writes" : "reads", what, rg->owner, rg->bytes,
+          a->rank, current_place(place, sizeof place), by,
+          how & HB_WRITE ? "writes" : "reads", what, rg->owner, rg->bytes,
           at + bytes > rg->reach ? " (and of its allocation)" : "");
   mark_abort(rg->comm->dir);
   _exit(SIM_EXIT_VIOLATION);
 }
 
-/* One access by (rank, lane, thread) of `bytes` at p; site: its place. */
-static void check(const void *p, size_t bytes, int how, int rank, int lane,
-                  unsigned thread, uint32_t site)
+/* Each word of `bytes` at p, in rg, accessed as `now` (its clock from the
+ * region's domain). */
+static void check_window(region *rg, const void *p, size_t bytes, mem_access *now)
 {
-  region *rg = region_of(p);
-  const region *past = rg != NULL ? rg : past_window(p);
-  if (past != NULL)
-    check_bounds(past, p, bytes, how, rank, lane, thread, site);
-  if (rg == NULL)
-    return;
   hb_domain *d = rg->domain;
-  const int me = hb_unit(rank, lane);
-  const uint32_t *seen = hb_seen(d, me);
-  const uint32_t now = hb_now(d, me);
-  size_t first = (size_t)((const unsigned char *)p - rg->base) / 4;
-  size_t last = ((size_t)((const unsigned char *)p - rg->base) + bytes - 1) / 4;
+  const int unit = hb_unit(now->rank, now->lane);
+  const order o = {.seen = hb_seen(d, unit), .domain = d};
+  now->clock = hb_now(d, unit);
+  const size_t from = (size_t)((const unsigned char *)p - rg->base);
+  size_t last = (from + bytes - 1) / 4;
   if (last >= rg->words)
     last = rg->words - 1;
-  const int writes = how & WRITE, atomic = (how & ATOMIC) != 0;
-  for (size_t w = first; w <= last; w++) {
-    uint64_t s = __atomic_load_n(&rg->writes[w], __ATOMIC_ACQUIRE);
-    if ((s & W_SET) && W_RANK(s) != rank && !(atomic && (s & W_ATOMIC)) &&
-        W_CLOCK(s) > seen[hb_unit(W_RANK(s), W_LANE(s))])
-      race(rg, w, writes, rank, lane, thread, site, 1, W_RANK(s), W_LANE(s),
-           W_THREAD(s), rg->sites[w], W_CLOCK(s));
-    if (writes) {
-      for (int q = 0; q < hb_ranks(d); q++) {
-        const uint32_t r = __atomic_load_n(&rg->reads[(size_t)q * rg->words + w],
-                                           __ATOMIC_ACQUIRE);
-        if (q != rank && r != 0 &&
-            R_CLOCK(r) > (seen[hb_unit(q, R_LANE(r))] & R_MASK))
-          race(rg, w, writes, rank, lane, thread, site, 0, q, R_LANE(r), 0,
-               0, R_CLOCK(r));
-      }
-      __atomic_store_n(&rg->writes[w],
-                       write_stamp(now, lane, rank, thread, atomic),
-                       __ATOMIC_RELEASE);
-      __atomic_store_n(&rg->sites[w], site, __ATOMIC_RELAXED);
-    } else if (!atomic) { /* an atomic load conflicts with no atomic */
-      __atomic_store_n(&rg->reads[(size_t)rank * rg->words + w],
-                       R_STAMP(lane, now), __ATOMIC_RELEASE);
+  for (size_t w = from / 4; w <= last; w++) {
+    mem_access other;
+    int scope_only;
+    if (shadow_check(&rg->shadow, w, now, &o, now->rank, 1, &other, &scope_only))
+      memory_race(rg->comm->dir, d, rg->owner, w * 4, now, &other, scope_only);
+  }
+}
+
+static void check_shared(shared_block *sb, const fiber *f, const void *p,
+                         size_t bytes, mem_access *now)
+{
+  shadow s = shadow_at(sb->shadow, (sb->bytes + 3) / 4, SHARED_SLOTS);
+  const order o = {NULL, NULL};
+  const size_t from = (size_t)((const unsigned char *)p - (unsigned char *)sb->p);
+  size_t last = (from + bytes - 1) / 4;
+  if (last >= s.words)
+    last = s.words - 1;
+  now->clock = f->cta->segment;
+  now->lane = (int)f->cta->linear;
+  for (size_t w = from / 4; w <= last; w++) {
+    mem_access other;
+    int scope_only;
+    if (shadow_check(&s, w, now, &o, 0, SHARED_SLOTS, &other, &scope_only))
+      shared_race(sb->p, w * 4, now, &other, scope_only);
+  }
+}
+
+static void check_global(global_region *g, const fiber *f, const void *p,
+                         size_t bytes, mem_access *now)
+{
+  const order o = {NULL, NULL}; /* nothing orders two CTAs of a kernel */
+  const size_t from = (size_t)((const unsigned char *)p - g->base);
+  size_t last = (from + bytes - 1) / 4;
+  if (last >= g->shadow.words)
+    last = g->shadow.words - 1;
+  mem_access at = *now; /* its CTA in lane and rank (17 bits) */
+  at.clock = f->cta->segment;
+  at.lane = (int)(f->cta->linear & 511);
+  at.rank = (int)(f->cta->linear >> 9 & 255);
+  for (size_t w = from / 4; w <= last; w++) {
+    mem_access other;
+    int scope_only;
+    if (shadow_check(&g->shadow, w, &at, &o, 0, SHARED_SLOTS, &other,
+                     &scope_only)) {
+      other.lane = (int)((unsigned)other.rank << 9 | (unsigned)other.lane);
+      other.rank = now->rank;
+      at.lane = (int)f->cta->linear, at.rank = now->rank;
+      memory_race(NULL, NULL, -1, (size_t)((const unsigned char *)p - g->base),
+                  &at, &other, scope_only);
     }
   }
 }
 
-/* A kernel's access: by the calling GPU thread (tsan_hooks.c). */
-void hb_device_access(const void *p, size_t bytes, int how, void *pc)
+/* A kernel's access of `bytes` at p by the calling GPU thread; `scope`:
+ * an atomic's (SCOPE_NONE: a plain access). */
+static void device_access(const void *p, size_t bytes, int how, int scope,
+                          void *pc)
 {
-  int rank, lane;
-  unsigned thread;
-  if (!current_gpu_thread(&rank, &lane, &thread))
+  if (!in_kernel())
     return; /* the host side of main.cu */
-  check(p, bytes, how, rank, lane, thread, exe_offset(pc));
+  if ((how & HB_ALIGNED) && bytes > 1 && (uintptr_t)p % bytes != 0)
+    misaligned(p, bytes, how, pc);
+  ncclsim_may_switch(p, how & HB_WRITE); /* another thread may run first */
+  fiber *f = running->current;
+  const unsigned char *b = p;
+  if (b >= f->cta->stacks &&
+      b < f->cta->stacks + (size_t)running->nthreads * STACK_BYTES)
+    return; /* a thread's own locals */
+  mem_access now = {.rank = running->k->rank,
+                .lane = f->cta->linear < HB_LANES ? (int)f->cta->linear : HB_NONE,
+                .thread = f->linear, .wphase = f->wphase, .scope = scope,
+                .writes = (how & HB_WRITE) != 0, .site = exe_offset(pc)};
+  shared_block *sb = shared_block_of(p);
+  if (sb != NULL) {
+    check_shared(sb, f, p, bytes, &now);
+    return;
+  }
+  region *rg = region_of(p);
+  const region *past = rg != NULL ? rg : past_window(p);
+  if (past != NULL)
+    check_bounds(past, p, bytes, how, &now);
+  if (rg != NULL) {
+    fences_accessed();
+    check_window(rg, p, bytes, &now);
+    return;
+  }
+  global_region *g = global_of(p);
+  if (g != NULL) {
+    fences_accessed();
+    check_global(g, f, p, bytes, &now);
+  }
 }
 
-/* An atomic operation of a kernel (atomics.c). */
+void hb_device_access(const void *p, size_t bytes, int how, void *pc)
+{
+  device_access(p, bytes, how, SCOPE_NONE, pc);
+}
+
+/* An atomic operation of a kernel (tsan_hooks.c), of the scope the
+ * calling thread set for it (atomicAdd_system, ...; device by default). */
 void hb_atomic_access(const volatile void *p, size_t bytes, int writes,
                       void *pc)
 {
-  hb_device_access((const void *)p, bytes, (writes ? WRITE : READ) | ATOMIC,
-                   pc);
+  const fiber *f = in_kernel() ? running->current : NULL;
+  const int scope = f != NULL && f->atomic_scope ? f->atomic_scope : SCOPE_DEVICE;
+  device_access((const void *)p, bytes, writes ? HB_WRITE : HB_READ, scope,
+                f != NULL && f->atomic_site ? (void *)f->atomic_site : pc);
 }
 
 /* The host's copies and memsets on its streams (queues.c). */
@@ -330,11 +356,11 @@ void hb_host_access(const void *p, size_t bytes, int writes)
     if (rg != NULL) {
       const size_t left = rg->bytes - (size_t)(at - rg->base);
       n = n < left ? n : left;
-      check(at, n, writes ? WRITE : READ, sim_rank(), HB_HOST, 0, 0);
+      mem_access now = {.rank = sim_rank(), .lane = HB_HOST, .writes = writes};
+      check_window(rg, at, n, &now);
     } else {
       n = 4 - ((uintptr_t)at & 3);
     }
     done += n;
   }
 }
-

@@ -61,12 +61,22 @@ static void ce_first_use(const sim_node *node, size_t out_bytes)
   comm->ce_ready = 1;
 }
 
-/* The host call: checks, then records (graph capture) or queues. */
+/* The host call: checks, then records (graph capture) or queues. A
+ * replay (cudaGraphLaunch) queues it again: CUDA's launch, by the
+ * program's thread, not a call of NCCL's, which neither asks for a ready
+ * communicator nor leaves it in progress. */
 static ncclResult_t call_collective(const char *call, const sim_node *node,
-                                    cudaStream_t stream)
+                                    cudaStream_t stream, int replay)
 {
   if (injected_failure(call))
     return ncclUnhandledCudaError;
+  if (node->comm == NULL) { /* NCCL 2.30.7 src/enqueue.cc ncclEnqueueCheck */
+    nccl_warn(call, "%s : comm argument is NULL", call + strlen("nccl"));
+    return ncclInvalidArgument;
+  }
+  if (!replay && ensure_ready(node->comm, call) != ncclSuccess)
+    return ncclInvalidArgument;
+  one_thread_per_rank(node->comm);
   /* AllReduce: float sums; AllGather: floats or bytes (the facts probe's;
    * fp8, ncclFloat8e4m3 10 and ncclFloat8e5m2 11 from NCCL 2.24, moves as
    * bytes). */
@@ -87,12 +97,19 @@ static ncclResult_t call_collective(const char *call, const sim_node *node,
                node->allgather ? bytes * (size_t)n : bytes);
   ce_first_use(node, bytes * (size_t)n);
   if (record_collective(stream, node)) /* runs when the graph is launched */
-    return nonblocking_result(node->comm, ncclSuccess);
+    return replay ? ncclSuccess : nonblocking_result(node->comm, ncclSuccess);
   work_item item = {.kind = WORK_COLLECTIVE, .node = *node};
-  launched_by_nccl_thread = node->comm->nonblocking && n > 1;
+  launched_by_nccl_thread = !replay && node->comm->nb.nonblocking && n > 1;
   int queued = enqueue(stream, 0, &item);
   launched_by_nccl_thread = 0;
-  return nonblocking_result(node->comm, queued ? ncclSuccess : ncclSystemError);
+  ncclResult_t res = queued ? ncclSuccess : ncclSystemError;
+  return replay ? res : nonblocking_result(node->comm, res);
+}
+
+ncclResult_t replay_collective(const sim_node *node, cudaStream_t stream)
+{
+  return call_collective(node->allgather ? "ncclAllGather" : "ncclAllReduce",
+                         node, stream, 1);
 }
 
 ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
@@ -100,7 +117,7 @@ ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
                            ncclComm_t comm, cudaStream_t stream)
 {
   sim_node node = {0, sendbuff, recvbuff, count, datatype, op, comm, NULL};
-  return call_collective("ncclAllReduce", &node, stream);
+  return call_collective("ncclAllReduce", &node, stream, 0);
 }
 
 ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff,
@@ -108,7 +125,7 @@ ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff,
                            ncclComm_t comm, cudaStream_t stream)
 {
   sim_node node = {1, sendbuff, recvbuff, sendcount, datatype, ncclSum, comm, NULL};
-  return call_collective("ncclAllGather", &node, stream);
+  return call_collective("ncclAllGather", &node, stream, 0);
 }
 
 /* The queued work: every rank's send buffer as it is now, combined in

@@ -45,7 +45,10 @@ for a in "${args[@]}"; do
 done
 log=${out%.o}.sim.log
 status=0
-LC_ALL=C "$cxx" -x c++ -std=c++17 -I"$here/include" -Wall -Wextra -Werror \
+# -iquote: the lesson's own headers beside main.cu (04_allreduce_fast's
+# kernels.cuh), which the rewritten copy no longer sits beside.
+# -Wno-unknown-pragmas: nvcc's `#pragma unroll`, which g++ does not know.
+LC_ALL=C "$cxx" -x c++ -std=c++17 -I"$here/include" -iquote "$(dirname "$src")" -Wall -Wextra -Werror -Wno-unknown-pragmas \
   -Wno-missing-field-initializers -fsanitize=thread -MMD -MP "${flags[@]}" "$rewritten" 2>"$log" || status=$?
 cat "$log" >&2
 if [ $status != 0 ]; then

@@ -1,14 +1,20 @@
 /* ncclsim: what the threads of one CTA, or of one warp, share (see
- * fibers.h; fibers.c runs them):
+ * fibers.h; fibers.c runs them and schedules them):
  *  - __shared__ memory: one object per CTA for each declaration (the
  *    simulated build rewrites `__shared__ T name;` into a reference to it,
  *    sim/compile_cu.sh), and the launch's dynamic shared memory (extern
  *    __shared__); fresh, it reads as a pattern, as a GPU's leftovers may;
+ *    each with a shadow, so that its threads' accesses are checked
+ *    (shadow.c);
+ *  - CTA barriers: every thread of the CTA, from the same call
+ *    (cta-barrier, below), each one starting a new segment of the CTA's
+ *    accesses (shadow.c);
  *  - warps: threads 32k .. 32k+31 of a CTA; __syncwarp, the shuffles and
  *    the votes wait for every thread of the warp (a mask must name them
  *    all: a warp operation on part of a warp is not simulated here), and a
  *    warp barrier that a thread of the warp left by ending is a rule
- *    violation, as a CTA barrier is. */
+ *    violation, as a CTA barrier is; a warp barrier orders what the
+ *    warp's threads did before it (their wphase). */
 #include "sim.h"
 
 #include "ncclsim_device.h"
@@ -19,8 +25,29 @@
 #include <unistd.h>
 
 #include "fibers.h"
+#include "shadow.h"
 
 #define FRESH_SHARED 0xff /* every float NaN, every int -1 */
+
+/* A new __shared__ block of the calling CTA, of `bytes`, fresh, with its
+ * shadow (shadow.c: one writer and two readers kept per word). */
+static shared_block *new_block(cta *c, unsigned id, size_t bytes, size_t align)
+{
+  shared_block *more = realloc(c->shared, (c->nshared + 1) * sizeof *more);
+  void *p = aligned_alloc(align < 16 ? 16 : align, (bytes + 15) / 16 * 16);
+  void *shadow = calloc(1, shadow_bytes((bytes + 3) / 4, SHARED_SLOTS));
+  if (more == NULL || p == NULL || shadow == NULL) {
+    fprintf(stderr, "ncclsim: out of memory for a CTA's __shared__ memory\n");
+    _exit(SIM_EXIT_VIOLATION);
+  }
+  memset(p, FRESH_SHARED, bytes);
+  c->shared = more;
+  shared_block *b = &c->shared[c->nshared++];
+  b->id = id, b->bytes = bytes;
+  b->p = p;
+  b->shadow = shadow;
+  return b;
+}
 
 void *ncclsim_shared_object(unsigned id, size_t bytes, size_t align)
 {
@@ -28,23 +55,12 @@ void *ncclsim_shared_object(unsigned id, size_t bytes, size_t align)
   for (unsigned i = 0; i < c->nshared; i++)
     if (c->shared[i].id == id)
       return c->shared[i].p;
-  shared_block *more = realloc(c->shared, (c->nshared + 1) * sizeof *more);
-  void *p = aligned_alloc(align < 16 ? 16 : align,
-                          (bytes + 15) / 16 * 16);
-  if (more == NULL || p == NULL) {
-    fprintf(stderr, "ncclsim: out of memory for a CTA's __shared__ memory\n");
-    _exit(SIM_EXIT_VIOLATION);
-  }
-  memset(p, FRESH_SHARED, bytes);
-  c->shared = more;
-  c->shared[c->nshared++] = (shared_block){id, p};
-  return p;
+  return new_block(c, id, bytes, align)->p;
 }
 
 void *ncclsim_dynamic_shared(void)
 {
-  fiber *f = me("extern __shared__ memory");
-  cta *c = f->cta;
+  (void)me("extern __shared__ memory");
   const size_t bytes = running->k->shared;
   if (bytes == 0) {
     char place[256];
@@ -52,24 +68,108 @@ void *ncclsim_dynamic_shared(void)
               "extern __shared__ memory used, but the launch asked for 0"
               " bytes of it (the third <<<>>> argument)");
   }
-  if (c->dynamic_shared == NULL) {
-    c->dynamic_shared = aligned_alloc(16, (bytes + 15) / 16 * 16);
-    if (c->dynamic_shared == NULL) {
-      fprintf(stderr, "ncclsim: out of memory for dynamic shared memory\n");
-      _exit(SIM_EXIT_VIOLATION);
-    }
-    memset(c->dynamic_shared, FRESH_SHARED, bytes);
+  return ncclsim_shared_object(DYNAMIC_SHARED, bytes, 16);
+}
+
+shared_block *shared_block_of(const void *p)
+{
+  cta *c = running->current->cta;
+  const unsigned char *b = p;
+  for (unsigned i = 0; i < c->nshared; i++) {
+    const unsigned char *base = c->shared[i].p;
+    if (b >= base && b < base + c->shared[i].bytes)
+      return &c->shared[i];
   }
-  return c->dynamic_shared;
+  return NULL;
 }
 
 void cta_release(cta *c)
 {
-  for (unsigned i = 0; i < c->nshared; i++)
+  for (unsigned i = 0; i < c->nshared; i++) {
     free(c->shared[i].p);
+    free(c->shared[i].shadow);
+  }
   free(c->shared);
-  free(c->dynamic_shared);
-  c->shared = NULL, c->nshared = 0, c->dynamic_shared = NULL;
+  c->shared = NULL, c->nshared = 0;
+}
+
+/* ----------------------------------------------------- CTA barriers */
+
+void ncclsim_cta_sync(void)
+{
+  ncclsim_site_enter(__builtin_return_address(0));
+  cta_sync();
+  ncclsim_site_leave();
+}
+
+/* Every thread of the CTA must reach each of its barriers: a thread that
+ * reaches one after others of its CTA ended, or that ends while others
+ * wait at one, breaks the rule (the GPU may hang; compute-sanitizer's
+ * synccheck reports it). */
+_Noreturn void barrier_left(unsigned waiting, unsigned ended)
+{
+  char place[256];
+  violation(NULL, "cta-barrier", current_place(place, sizeof place),
+            "%u thread(s) of the CTA wait at a CTA barrier that %u other(s)"
+            " left by ending: every thread of a CTA must reach it",
+            waiting, ended);
+}
+
+/* The threads of a CTA must meet at the same barrier: __syncthreads() is
+ * barrier.sync.aligned (PTX: every thread of the CTA executes the same
+ * instruction), and so is ncclCoopCta's sync, which the LSA barrier's
+ * arrive, wait and session end call (NCCL 2.30.7 nccl_device/coop.h,
+ * impl/lsa_barrier__funcs.h); from divergent code a GPU may hang (seen:
+ * half a warp in two __syncthreads() and the other half in a barrier's
+ * sync, on an H100). Where each was called decides (sites.c). */
+static _Noreturn void barrier_diverged(const fiber *f, const cta *c)
+{
+  char place[256], mine[160], theirs[160], branch[320];
+  const uint32_t a = f->site ? exe_offset(f->site) - 1 : 0;
+  const uint32_t b = c->barrier_site ? exe_offset(c->barrier_site) - 1 : 0;
+  line_of(a, mine, sizeof mine);
+  line_of(b, theirs, sizeof theirs);
+  branch_between(a, b, branch, sizeof branch);
+  violation(kernel_comm(), "cta-barrier", current_place(place, sizeof place),
+            "thread %u reaches a CTA barrier at %s while thread %u of its CTA"
+            " waits at another, at %s: every thread of a CTA must reach the"
+            " same one (__syncthreads() and ncclCoopCta's sync are"
+            " barrier.sync.aligned, undefined from divergent code: a GPU"
+            " may hang)%s",
+            f->linear, mine[0] ? mine : "a place without a line",
+            c->barrier_thread, theirs[0] ? theirs : "a place without a line",
+            branch);
+}
+
+void cta_sync(void)
+{
+  fiber *f = me("__syncthreads");
+  cta *c = f->cta;
+  if (c->done > 0)
+    barrier_left(c->arrived + 1, c->done);
+  if (c->arrived == 0)
+    c->barrier_site = f->site, c->barrier_thread = f->linear;
+  else if (c->barrier_site != f->site)
+    barrier_diverged(f, c);
+  if (++c->arrived < running->nthreads) {
+    f->state = FIBER_AT_SYNC;
+    to_scheduler(f);
+    return;
+  }
+  /* The last to arrive: what every thread did before is ordered before
+   * what each does after (a new segment), and it lets the others go on. */
+  c->arrived = 0;
+  c->segment++;
+  hb_cta_barrier(running->k->rank,
+                 c->linear < HB_LANES ? (int)c->linear : HB_NONE);
+  fences_cta_barrier(c);
+  for (unsigned t = 0; t < running->nthreads; t++) {
+    c->threads[t].wphase++;
+    if (c->threads[t].state == FIBER_AT_SYNC) {
+      c->threads[t].state = FIBER_READY;
+      running->ready[running->nready++] = &c->threads[t];
+    }
+  }
 }
 
 /* ---------------------------------------------------------- warps */
@@ -124,11 +224,13 @@ static void warp_barrier(fiber *f, unsigned mask, const char *what)
     return;
   }
   c->warp_arrived[w] = 0;
-  for (unsigned t = w * WARP; t < w * WARP + n; t++)
+  for (unsigned t = w * WARP; t < w * WARP + n; t++) {
+    c->threads[t].wphase++; /* what each did before is ordered for all */
     if (c->threads[t].state == FIBER_AT_WARP_SYNC) {
       c->threads[t].state = FIBER_READY;
       running->ready[running->nready++] = &c->threads[t];
     }
+  }
 }
 
 void ncclsim_warp_sync(unsigned mask)
@@ -170,4 +272,3 @@ unsigned ncclsim_warp_ballot(unsigned mask, int predicate)
 
 unsigned ncclsim_lane_id(void) { return me("a lane id")->linear % WARP; }
 
-void ncclsim_fence(void) { (void)me("__threadfence"); }

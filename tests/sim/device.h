@@ -89,33 +89,34 @@ void hb_observe(hb_domain *d, int rank, int lane, unsigned index, int peer,
                 unsigned long long epoch);
 void hb_acquire(hb_domain *d, int rank, int lane);
 const char *hb_missing(hb_domain *d, int me, int unit, uint32_t clock);
-/* races.c reads these: the head of the file (HB_HEAD_BYTES, its), a
- * unit's last release, rank's publication in ring slot `slot` of barrier
- * `index` (with its epoch, and the segment of the arrive that made it: an
- * access of its unit at a clock up to that came before it; NULL if none). */
-#define HB_HEAD_BYTES 8192
+/* releases.c reads these: its part of the head of the file (8 KiB after
+ * fences.c's notes), a unit's last release, rank's publication in ring
+ * slot `slot` of barrier `index` (with its epoch, and the segment of the
+ * arrive that made it: an access of its unit at a clock up to that came
+ * before it; NULL if none). */
+#define HB_HEAD_BYTES (HB_NOTES + 8192)
 void *hb_head(hb_domain *d);
 const uint32_t *hb_released(hb_domain *d, int unit);
 const uint32_t *hb_publication(hb_domain *d, unsigned index, int rank,
                                int slot, unsigned long long *epoch,
                                uint32_t *segment);
-/* races.c: a kernel of rank starts or ends; a race whose other side (unit,
+/* releases.c: a kernel of rank starts or ends; a race whose other side (unit,
  * of a running kernel) released nothing yet waits for its verdict (1;
  * head: the report up to what is missing), given at that unit's next
- * release (races_released) or its kernel's end (races_writer_done); what
+ * release (releases_released) or its kernel's end (releases_writer_done); what
  * is missing, in words, for an access whose release came at a later sync
  * (NULL if none is kept). */
-void races_kernel(hb_domain *d, int rank, int running);
+void releases_kernel(hb_domain *d, int rank, int running);
 /* 0: report the race of `me` with `unit`'s access at `clock` now; 1: its
- * verdict waits (races_defer it); 2: another race waits already (let it). */
-int races_deferred(hb_domain *d, int me, int unit, uint32_t clock);
-int races_defer(hb_domain *d, const char *dir, int me, int writes, int unit,
+ * verdict waits (releases_defer it); 2: another race waits already (let it). */
+int releases_deferred(hb_domain *d, int me, int unit, uint32_t clock);
+int releases_defer(hb_domain *d, const char *dir, int me, int writes, int unit,
                 int other_writes, uint32_t clock, const char *head,
                 const char *missing);
-void races_released(hb_domain *d, int unit, unsigned index,
+void releases_released(hb_domain *d, int unit, unsigned index,
                     unsigned long long epoch);
-void races_writer_done(hb_domain *d, int rank);
-const char *races_released_at(hb_domain *d, int unit, uint32_t clock,
+void releases_writer_done(hb_domain *d, int rank);
+const char *releases_released_at(hb_domain *d, int unit, uint32_t clock,
                               char *buf, size_t len);
 /* access.c: a place in the program (an offset in its executable, 0 if
  * none), and its line in words: ", main.cu:63", or "" without one. */
@@ -135,7 +136,10 @@ void hb_region_add(const void *window, const void *base, size_t bytes,
                    const struct ncclComm *comm);
 void hb_region_remove(const void *window);
 void hb_host_access(const void *p, size_t bytes, int writes);
-enum { HB_READ = 0, HB_WRITE = 1 };
+/* HB_ALIGNED: the compiler emitted the access as one naturally aligned
+ * load or store of its width (a GPU's vector instruction, which faults
+ * on an address that is not a multiple of the width). */
+enum { HB_READ = 0, HB_WRITE = 1, HB_ALIGNED = 2 };
 void hb_device_access(const void *p, size_t bytes, int how, void *pc);
 void hb_atomic_access(const volatile void *p, size_t bytes, int writes,
                       void *pc);
@@ -250,5 +254,24 @@ _Noreturn void sim_failure(const char *call, const char *fmt, ...)
  * SIM_LSA_TEAM_SIZE=K, consecutive groups of K (a layout the simulation
  * offers so that a program's refusal of several teams can be seen). */
 int lsa_team_size(const struct ncclComm *comm);
+
+/* ------------------- GPU threads that interleave, fences and sites */
+/* hb.c: a CTA barrier of `lane` completed (its later accesses in a new
+ * segment); a unit's pending clock; a byte per unit, in the domain's
+ * file, for fences.c's messages (units past HB_NOTES have none). */
+void hb_cta_barrier(int rank, int lane);
+const uint32_t *hb_pending(hb_domain *d, int unit);
+#define HB_NOTES 16384
+unsigned char *hb_notes(hb_domain *d);
+/* fences.c: whether an arrive with `releases` from its memory order
+ * releases, its CTA's fences counted; a wait observed `peer`'s arrival. */
+int fences_release(hb_domain *d, int rank, int lane, int releases);
+void fences_observed(hb_domain *d, int peer);
+/* access.c: the kernel that ran ends: the shadows of the global memory
+ * it touched go. */
+void hb_kernel_memory_done(void);
+/* fibers.c: before an access (a store or not) to p, the schedule may run
+ * another GPU thread. */
+void ncclsim_may_switch(const void *p, int writes);
 
 #endif

@@ -12,7 +12,11 @@
  *    from a seed: SIM_SEED, else one drawn per launch; every message of a
  *    broken rule names it, so that SIM_SEED=S repeats the schedule;
  *  - a thread runs until it waits (a CTA or warp barrier, a peer), or
- *    ends.
+ *    ends, or, before one of its accesses to memory, the schedule gives
+ *    the CPU to another (ncclsim_may_switch: often between the load and
+ *    the store of a +=);
+ *  - the threads of a CTA meet at a barrier only from the same call of
+ *    it (cta-barrier, ctas.c).
  * A CTA whose threads wait at a CTA barrier that one of them left by
  * ending is a rule violation (the GPU would hang). An access past the end
  * of an ncclMemAlloc buffer (its guard page) is named, with its place. */
@@ -30,6 +34,7 @@
 #include <unistd.h>
 
 #include "fibers.h"
+#include "shadow.h"
 
 _Thread_local grid_run *running;
 
@@ -105,38 +110,33 @@ void spin_yield(void)
   to_scheduler(f);
 }
 
-void ncclsim_cta_sync(void) { cta_sync(); }
-
-/* Every thread of the CTA must reach each of its barriers: a thread that
- * reaches one after others of its CTA ended, or that ends while others
- * wait at one, breaks the rule (the GPU may hang; compute-sanitizer's
- * synccheck reports it). */
-static _Noreturn void barrier_left(unsigned waiting, unsigned ended)
+/* The kernel's communicator (its devcomm's), for a message that stops
+ * the team, or NULL. */
+const struct ncclComm *kernel_comm(void)
 {
-  char place[256];
-  violation(NULL, "cta-barrier", current_place(place, sizeof place),
-            "%u thread(s) of the CTA wait at a CTA barrier that %u other(s)"
-            " left by ending: every thread of a CTA must reach it",
-            waiting, ended);
+  const struct ncclDevComm *dc = running ? running->k->devcomm : NULL;
+  const sim_devcomm *d = dc ? dc->sim : NULL;
+  return d != NULL && d->magic == DEVCOMM_MAGIC ? d->comm : NULL;
 }
 
-void cta_sync(void)
+/* Before an access: from the seed, another GPU thread may run first (a
+ * GPU interleaves its threads between any two accesses): one time in
+ * SWITCH_ODDS, and one time in two before a store to the word the thread
+ * loaded last (the store of a +=, which a GPU does not make one with its
+ * load). */
+#define SWITCH_ODDS 32
+void ncclsim_may_switch(const void *p, int writes)
 {
-  fiber *f = me("__syncthreads");
-  cta *c = f->cta;
-  if (c->done > 0)
-    barrier_left(c->arrived + 1, c->done);
-  if (++c->arrived < running->nthreads) {
-    f->state = FIBER_AT_SYNC;
-    to_scheduler(f);
+  grid_run *g = running;
+  fiber *f = g != NULL ? g->current : NULL;
+  if (f == NULL)
     return;
-  }
-  c->arrived = 0; /* the last to arrive lets the others go on */
-  for (unsigned t = 0; t < running->nthreads; t++)
-    if (c->threads[t].state == FIBER_AT_SYNC) {
-      c->threads[t].state = FIBER_READY;
-      running->ready[running->nready++] = &c->threads[t];
-    }
+  const int rmw = writes && p == f->loaded;
+  f->loaded = writes ? NULL : p;
+  if (draw(g, rmw ? 2 : SWITCH_ODDS) != 0)
+    return;
+  f->state = FIBER_YIELDED;
+  to_scheduler(f);
 }
 
 /* ------------------------------------------------------ the scheduler */
@@ -169,8 +169,7 @@ static __attribute__((noinline)) fiber *new_fiber(grid_run *g, cta *c,
 
 static void admit(grid_run *g, lockstep *ls)
 {
-  const long slots = resident_ctas(g->nthreads);
-  while (g->npending > 0 && g->resident < (unsigned)(slots > 0 ? slots : 1)) {
+  while (g->npending > 0 && g->resident < g->slots) {
     unsigned i = draw(g, g->npending);
     cta *c = &g->ctas[g->pending[i]];
     g->pending[i] = g->pending[--g->npending];
@@ -259,6 +258,8 @@ static void schedule(grid_run *g, lockstep *ls)
       thread_ended(g, f); /* (frees f) */
     else if (f->state == FIBER_SPINNING)
       g->spinning[g->nspinning++] = f;
+    else if (f->state == FIBER_YIELDED)
+      g->ready[g->nready++] = f;
   }
   if (ls != NULL)
     lockstep_pass(ls, 1);
@@ -281,7 +282,8 @@ void run_kernel(struct sim_kernel *k, uint32_t correlation)
   }
   g.rng = g.seed * 2654435761u + (unsigned long long)k->rank + 1;
   const long slots = resident_ctas(g.nthreads);
-  const size_t most = (size_t)(slots > 0 ? slots : 1) * g.nthreads;
+  g.slots = (unsigned)(slots > 0 ? slots : 1);
+  const size_t most = (size_t)g.slots * g.nthreads;
   g.ctas = calloc(g.nctas, sizeof *g.ctas);
   g.pending = calloc(g.nctas, sizeof *g.pending);
   g.ready = calloc(most, sizeof *g.ready);
@@ -302,6 +304,7 @@ void run_kernel(struct sim_kernel *k, uint32_t correlation)
   grid_run *outer = running;
   running = &g;
   schedule(&g, ls);
+  hb_kernel_memory_done();
   running = outer;
   hb_kernels(k->rank, nlanes, 0);
   if (cupti_kernel != NULL)

@@ -166,11 +166,7 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream)
                 : ncclSystemError;
       continue;
     }
-    res = n->allgather
-              ? ncclAllGather(n->send, n->recv, n->count, n->type, n->comm,
-                              stream)
-              : ncclAllReduce(n->send, n->recv, n->count, n->type, n->op,
-                              n->comm, stream);
+    res = replay_collective(n, stream);
   }
   if (cupti_graph_launch != NULL)
     cupti_graph_launch(0);

@@ -20,7 +20,12 @@
  * published by any later store), its end an acquire (what it observed is
  * seen by what follows on the stream), and its lanes' clocks join the
  * host's when it ends. An access of another rank's unit is ordered before
- * a unit's when its clock is at most the unit's cur entry for that unit. */
+ * a unit's when its clock is at most the unit's cur entry for that unit.
+ * A CTA barrier starts a new segment of its lane (hb_cta_barrier: two
+ * threads' accesses of one CTA are ordered when a barrier came between,
+ * shadow.c); a relaxed arrive releases, and what a relaxed wait observed
+ * is acquired, where the CTA's threads fenced at system scope
+ * (fences.c). */
 #include "sim.h"
 
 #include <errno.h>
@@ -44,7 +49,7 @@ struct hb_domain {
 };
 enum { CUR, RELEASED, PENDING };
 
-#define HEADER_BYTES HB_HEAD_BYTES /* races.c's */
+#define HEADER_BYTES HB_HEAD_BYTES /* fences.c's notes, then releases.c's */
 
 int hb_unit(int rank, int lane) { return rank * HB_PER_RANK + lane; }
 
@@ -55,9 +60,10 @@ static uint32_t *hb_clock(hb_domain *d, int which, int unit)
   return d->clocks[which] + (size_t)unit * (size_t)d->units;
 }
 
-/* What races.c reads: the file's head, a unit's last release, and rank's
- * publication in ring slot `slot` of barrier `index` (NULL if none). */
-void *hb_head(hb_domain *d) { return (unsigned char *)d->clocks[CUR] - HEADER_BYTES; }
+/* What releases.c reads: its part of the file's head (after fences.c's
+ * notes), a unit's last release, and rank's publication in ring slot
+ * `slot` of barrier `index` (NULL if none). */
+void *hb_head(hb_domain *d) { return hb_notes(d) + HB_NOTES; }
 const uint32_t *hb_released(hb_domain *d, int unit) { return hb_clock(d, RELEASED, unit); }
 const uint32_t *hb_publication(hb_domain *d, unsigned index, int rank,
                                int slot, unsigned long long *epoch,
@@ -172,13 +178,13 @@ uint32_t hb_now(hb_domain *d, int unit)
 static void hb_kernel_start(hb_domain *d, int rank, int nlanes)
 {
   const int host = hb_unit(rank, HB_HOST);
-  races_kernel(d, rank, 1);
+  releases_kernel(d, rank, 1);
   hb_now(d, host);
   for (int l = 0; l <= nlanes; l++) {
     const int u = hb_unit(rank, l < nlanes ? l : HB_NONE);
     join(hb_clock(d, CUR, u), hb_clock(d, CUR, host), d->units);
-    next_segment(d, u);
     memcpy(hb_clock(d, RELEASED, u), hb_clock(d, CUR, u), d->vc_bytes);
+    next_segment(d, u); /* the kernel's own accesses come after it */
   }
   next_segment(d, host);
 }
@@ -188,7 +194,7 @@ static void hb_kernel_start(hb_domain *d, int rank, int nlanes)
 static void hb_kernel_end(hb_domain *d, int rank, int nlanes)
 {
   const int host = hb_unit(rank, HB_HOST);
-  races_writer_done(d, rank); /* a race waiting for its release: none came */
+  releases_writer_done(d, rank); /* a race waiting for its release: none came */
   for (int l = 0; l <= nlanes; l++) {
     const int u = hb_unit(rank, l < nlanes ? l : HB_NONE);
     join(hb_clock(d, CUR, u), hb_clock(d, PENDING, u), d->units);
@@ -203,6 +209,7 @@ void hb_arrive(hb_domain *d, int rank, int lane, unsigned index,
                unsigned long long epoch, int releases)
 {
   const int u = hb_unit(rank, lane);
+  releases = fences_release(d, rank, lane, releases); /* fenced: fences.c */
   if (releases)
     memcpy(hb_clock(d, RELEASED, u), hb_clock(d, CUR, u), d->vc_bytes);
   if (index < HB_BARRIERS) {
@@ -216,7 +223,7 @@ void hb_arrive(hb_domain *d, int rank, int lane, unsigned index,
                      __ATOMIC_RELEASE);
   }
   if (releases) /* a race waiting for this release: this side's is right */
-    races_released(d, u, index, epoch);
+    releases_released(d, u, index, epoch);
   next_segment(d, u);
 }
 
@@ -225,6 +232,7 @@ void hb_arrive(hb_domain *d, int rank, int lane, unsigned index,
 void hb_observe(hb_domain *d, int rank, int lane, unsigned index, int peer,
                 unsigned long long epoch)
 {
+  fences_observed(d, peer); /* a fence after the wait may acquire it */
   if (index >= HB_BARRIERS)
     return;
   const size_t slot =
@@ -265,7 +273,7 @@ const char *hb_missing(hb_domain *d, int me, int unit, uint32_t clock)
                            unit % HB_PER_RANK < HB_NONE &&
                            me % HB_PER_RANK < HB_NONE;
   static _Thread_local char said[1024]; /* with the syncs that did */
-  if (!lanes_differ && races_released_at(d, unit, clock, said, sizeof said))
+  if (!lanes_differ && releases_released_at(d, unit, clock, said, sizeof said))
     return said;
   for (int u = first; u < first + HB_PER_RANK; u++)
     if (hb_clock(d, RELEASED, u)[unit] >= clock)
@@ -298,4 +306,30 @@ void hb_kernels(int rank, int nlanes, int start)
         hb_kernel_end(c->hb, rank, nlanes);
     }
   pthread_mutex_unlock(&lock);
+}
+
+/* A CTA barrier of `lane` completed: its later accesses are in a new
+ * segment (shadow.c orders two threads' accesses of one CTA by it). */
+void hb_cta_barrier(int rank, int lane)
+{
+  if (lane >= HB_NONE)
+    return; /* CTAs past the lanes share one: a barrier of one is not all's */
+  pthread_mutex_lock(&lock);
+  for (struct ncclComm *c = comms; c != NULL; c = c->next)
+    if (c->hb != NULL && c->rank == rank)
+      next_segment(c->hb, hb_unit(rank, lane));
+  pthread_mutex_unlock(&lock);
+}
+
+const uint32_t *hb_pending(hb_domain *d, int unit)
+{
+  return hb_clock(d, PENDING, unit);
+}
+
+/* The file's first bytes, which nothing else uses: a byte per unit that
+ * fences.c keeps for messages. */
+unsigned char *hb_notes(hb_domain *d)
+{
+  _Static_assert(HB_NOTES <= HEADER_BYTES, "the notes fit the header");
+  return (unsigned char *)d->clocks[CUR] - HEADER_BYTES;
 }

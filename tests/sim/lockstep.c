@@ -143,7 +143,7 @@ void lockstep_pass(lockstep *ls, int done)
 {
   sim_devcomm *d = ls->d;
   if (done && d->comm->hb != NULL) /* in this rank's turn: SIM_SEED repeats */
-    races_writer_done(d->comm->hb, d->comm->rank); /* what it says */
+    releases_writer_done(d->comm->hb, d->comm->rank); /* what it says */
   if (done)
     atomic_store(&d->finished[d->comm->rank], ls->launch);
   int next = 0;

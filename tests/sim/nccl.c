@@ -65,7 +65,7 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId *id)
 
 /* NCCL >= 2.30 with NCCL_MULTI_RANK_GPU_ENABLE non-zero, read as NCCL
  * reads its integer variables: strtoll(text, NULL, 0), so "1x" is 1. */
-static int multi_rank_gpu_allowed(void)
+int multi_rank_gpu_allowed(void)
 {
   const char *text = getenv("NCCL_MULTI_RANK_GPU_ENABLE");
   return simulated_version() >= NCCL_VERSION(2, 30, 0) && text != NULL &&
@@ -73,11 +73,12 @@ static int multi_rank_gpu_allowed(void)
 }
 
 /* `call` is the program's call; `injectable` says whether SIM_FAIL and
- * SIM_HANG may name it (ncclCommSplit, which only tools/nccl_facts makes,
- * is not in the fault matrix). */
-static ncclResult_t init_rank(ncclComm_t *out, int nranks, ncclUniqueId id,
-                              int rank, int cta_policy, const char *call,
-                              int injectable)
+ * SIM_HANG may name it (ncclCommSplit and ncclCommInitAll are not in the
+ * fault matrix). Inside an open group the communicator joins it: NCCL
+ * makes it at the group's end (nonblocking.h). */
+ncclResult_t init_rank(ncclComm_t *out, int nranks, ncclUniqueId id,
+                       int rank, int cta_policy, const char *call,
+                       int injectable)
 {
   if (injectable && injected_failure(call))
     return ncclUnhandledCudaError;
@@ -148,6 +149,8 @@ static ncclResult_t init_rank(ncclComm_t *out, int nranks, ncclUniqueId id,
   c->next = comms;
   comms = c;
   pthread_mutex_unlock(&lock);
+  if (in_group())
+    group_made(c);
   *out = c;
   return ncclSuccess;
 }
@@ -187,22 +190,28 @@ static int env_cta_policy(int policy)
   return (bits & NCCL_CTA_POLICY_ZERO) ? NCCL_CTA_POLICY_ZERO : bits;
 }
 
-/* Whether a communicator made with config is non-blocking: config.blocking
- * = 0, or with no config the parent's (a split), NCCL_COMM_BLOCKING=0 or 1
- * winning over both (NCCL 2.30.7 src/init.cc parseCommConfig,
- * copyCommConfig, envConfigOverride); then NCCL says ncclInProgress
- * (nonblocking.c). */
-static ncclResult_t made_with(ncclComm_t *comm, ncclResult_t res,
-                              const ncclConfig_t *config, int parents)
+/* config.blocking = 0, else `otherwise` (no config: NCCL's default, or
+ * a split's parent's), NCCL_COMM_BLOCKING=0 or 1 winning over both (NCCL
+ * 2.30.7 src/init.cc parseCommConfig, copyCommConfig, envConfigOverride). */
+int made_nonblocking(const ncclConfig_t *config, int otherwise)
 {
-  if (res != ncclSuccess || *comm == NULL)
-    return res;
-  int nonblocking = config != NULL ? config->blocking == 0 : parents;
+  int nonblocking = config != NULL ? config->blocking == 0 : otherwise;
   const char *env = getenv("NCCL_COMM_BLOCKING");
   if (env != NULL && (strcmp(env, "0") == 0 || strcmp(env, "1") == 0))
     nonblocking = *env == '0';
-  (*comm)->nonblocking = nonblocking;
-  return nonblocking_result(*comm, res);
+  return nonblocking;
+}
+
+/* A communicator made with config: a non-blocking one returns
+ * ncclInProgress, its handle written at once (NCCL 2.30.7 src/init.cc
+ * ncclCommInitRankDev, ncclCommInitRankConfig), and is in progress. */
+static ncclResult_t made_with(ncclComm_t *comm, ncclResult_t res,
+                              const ncclConfig_t *config)
+{
+  if (res != ncclSuccess || *comm == NULL)
+    return res;
+  (*comm)->nb.nonblocking = made_nonblocking(config, 0);
+  return nonblocking_job(*comm, res);
 }
 
 ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id,
@@ -212,32 +221,41 @@ ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id,
                    init_rank(comm, nranks, id, rank,
                              env_cta_policy(NCCL_CTA_POLICY_DEFAULT),
                              "ncclCommInitRank", 1),
-                   NULL, 0);
+                   NULL);
 }
 
-ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks,
-                                    ncclUniqueId id, int rank,
-                                    ncclConfig_t *config)
+ncclResult_t init_with_config(ncclComm_t *comm, int nranks, ncclUniqueId id,
+                              int rank, const ncclConfig_t *config,
+                              const char *call, int injectable)
 {
   int policy = NCCL_CTA_POLICY_DEFAULT;
   if (config != NULL && config->CTAPolicy != NCCL_CONFIG_UNDEF_INT)
     policy = config->CTAPolicy;
   policy = env_cta_policy(policy);
   return made_with(comm,
-                   init_rank(comm, nranks, id, rank, policy,
-                             "ncclCommInitRankConfig", 1),
-                   config, 0);
+                   init_rank(comm, nranks, id, rank, policy, call, injectable),
+                   config);
+}
+
+ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks,
+                                    ncclUniqueId id, int rank,
+                                    ncclConfig_t *config)
+{
+  return init_with_config(comm, nranks, id, rank, config,
+                          "ncclCommInitRankConfig", 1);
 }
 
 ncclResult_t ncclCommFinalize(ncclComm_t comm)
 {
   if (injected_failure("ncclCommFinalize"))
     return ncclUnhandledCudaError;
+  if (ensure_ready(comm, "ncclCommFinalize") != ncclSuccess)
+    return ncclInvalidArgument;
   land_comm(comm); /* NCCL waits for the communicator's operations */
   check_no_device_comms(comm, "ncclCommFinalize");
   exchange(comm, LANE_HOST, "ncclCommFinalize", 0, 0, NULL, 0);
   finish_exchange(comm, LANE_HOST);
-  return nonblocking_result(comm, ncclSuccess);
+  return nonblocking_job(comm, ncclSuccess);
 }
 
 static ncclResult_t release_comm(ncclComm_t comm, const char *call,
@@ -269,6 +287,7 @@ static ncclResult_t release_comm(ncclComm_t comm, const char *call,
   pthread_mutex_unlock(&lock);
   if (!found)
     return ncclInvalidArgument;
+  nonblocking_forget(comm);
   hb_domain_detach(comm);
   leave_rendezvous(comm);
   free(comm);
@@ -280,6 +299,8 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm)
 {
   if (injected_failure("ncclCommDestroy"))
     return ncclUnhandledCudaError;
+  if (ensure_ready(comm, "ncclCommDestroy") != ncclSuccess)
+    return ncclInvalidArgument; /* NCCL 2.30.7 too: the communicator stays */
   land_comm(comm); /* as ncclCommFinalize, if the program did not call it */
   check_no_device_comms(comm, "ncclCommDestroy");
   return release_comm(comm, "ncclCommDestroy", 1);
@@ -290,44 +311,4 @@ ncclResult_t ncclCommAbort(ncclComm_t comm)
   mark_abort(comm->dir);
   drop_comm(comm); /* its queued collectives never run */
   return release_comm(comm, "ncclCommAbort", 0);
-}
-
-/* Only tools/nccl_facts splits a communicator: every rank of `comm` calls
- * it; the ranks with one color form a communicator, ordered by key, then
- * by their rank in `comm`. */
-ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
-                           ncclComm_t *newcomm, ncclConfig_t *config)
-{
-  const char *call = "ncclCommSplit";
-  long long mine[2] = {color, key}, peer[2];
-  exchange(comm, LANE_HOST, call, 0, color, mine, sizeof mine);
-  int nranks = 0, rank = 0;
-  for (int r = 0; r < comm->nranks; r++) {
-    msg_header h;
-    fetch(comm, LANE_HOST, r, &h, peer, sizeof peer);
-    if (peer[0] != color)
-      continue;
-    nranks++;
-    rank += peer[1] < key || (peer[1] == key && r < comm->rank);
-  }
-  finish_exchange(comm, LANE_HOST);
-  *newcomm = NULL;
-  if (color == NCCL_SPLIT_NOCOLOR)
-    return ncclSuccess;
-  /* Its rendezvous: the parent's, named by the split's place and color. */
-  ncclUniqueId id;
-  memset(&id, 0, sizeof id);
-  const char *parent = strrchr(comm->dir, '/');
-  char name[sizeof id.internal];
-  int len = snprintf(name, sizeof name, "%.40s-s%lu-c%d",
-                     parent ? parent + 1 : comm->dir, comm->seq[LANE_HOST], color);
-  if (len < 0 || (size_t)len + strlen(SIM_MAGIC) >= sizeof id.internal)
-    return ncclInternalError;
-  memcpy(id.internal, SIM_MAGIC, strlen(SIM_MAGIC));
-  memcpy(id.internal + strlen(SIM_MAGIC), name, (size_t)len + 1);
-  int policy = config != NULL && config->CTAPolicy != NCCL_CONFIG_UNDEF_INT
-                   ? config->CTAPolicy
-                   : comm->cta_policy;
-  return made_with(newcomm, init_rank(newcomm, nranks, id, rank, policy, call, 0),
-                   config, comm->nonblocking);
 }

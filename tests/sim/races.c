@@ -1,210 +1,180 @@
-/* ncclsim: what a race report says of the release it lacks (see hb.c,
- * access.c), where the clocks alone cannot tell:
- *  - where the other side released the access, if it did: the earliest
- *    sync of an LSA barrier whose published release covers it ("rank 0
- *    released it at its sync #3 of LSA barrier 0"), so that a reader that
- *    waited only for an earlier sync is told it came one barrier early;
- *  - a race whose other side had released nothing yet, while its kernel
- *    still runs: the verdict waits. If that kernel releases the access
- *    later, this side came one barrier too early (unless the sync before
- *    it came after the access and released nothing: that is the other
- *    side's fix), and the report says so when the release comes; if
- *    the kernel ends first, the fix is the other side's (a barrier with
- *    release after its access), said when it ends. Both come in the other
- *    side's turn of the lockstep (lockstep.c), so SIM_SEED repeats them.
- * One race waits at a time, per communicator, in the head of its
- * happens-before file (every rank maps it): later ones that would wait
- * too are let go, the first one's report ends the run. */
+/* ncclsim: the messages of a race between two accesses (shadow.c found
+ * it): both accesses, by whom and where, and what order is missing. Each
+ * ends the process with exit 70, after marking the communicator's folder
+ * so that its peers stop too. */
 #include "sim.h"
 
-#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-#define MAX_RUNNING 1024 /* ranks whose kernels are tracked */
+#include "fibers.h"
+#include "shadow.h"
 
-typedef struct waiting_race {
-  _Atomic int state; /* 0 none, 1 being written, 2 waits for the other side */
-  int unit, me;      /* the other side's unit (its kernel's), this side's */
-  int writes, other_writes; /* whether each side's access was a write */
-  uint32_t clock;    /* the other side's access */
-  char dir[PATH_LEN];
-  char head[2048];   /* the report, up to what is missing */
-  char missing[1024];
-  unsigned char running[MAX_RUNNING]; /* per rank: its kernel runs */
-} waiting_race;
-
-_Static_assert(sizeof(waiting_race) <= HB_HEAD_BYTES,
-               "a waiting race fits in the head of the happens-before file");
-
-static waiting_race *waiting(hb_domain *d) { return hb_head(d); }
-
-void races_kernel(hb_domain *d, int rank, int running)
+static const char *scope_name(int scope)
 {
-  if (rank < MAX_RUNNING)
-    waiting(d)->running[rank] = (unsigned char)running;
+  return scope == SCOPE_BLOCK    ? "CTA scope (_block)"
+         : scope == SCOPE_DEVICE ? "device scope (no suffix)"
+                                 : "system scope (_system)";
 }
 
-/* Any release of `unit`'s rank that covers its access at `clock`? */
-static int released(hb_domain *d, int unit, uint32_t clock)
+/* "rank 1's kernel (CTA 3, thread 17, main.cu:63)", "rank 1's host (a
+ * copy or memset)", or a reader the kept one stands for. */
+static void who(const mem_access *a, char *buf, size_t len)
 {
-  const int first = unit / HB_PER_RANK * HB_PER_RANK;
-  for (int u = first; u < first + HB_PER_RANK; u++)
-    if (hb_released(d, u)[unit] >= clock)
-      return 1;
-  return 0;
+  char line[160] = "";
+  if (a->lane == HB_HOST) {
+    snprintf(buf, len, "rank %d's host (a copy or memset)", a->rank);
+    return;
+  }
+  if (a->thread == ~0u) {
+    snprintf(buf, len, "another thread of rank %d's kernel (CTA %d; of the"
+             " threads of a CTA that read a word between the same two CTA"
+             " barriers, one is kept with its line)", a->rank, a->lane);
+    return;
+  }
+  line_of(a->site, line + 2, sizeof line - 2);
+  if (line[2] != '\0')
+    line[0] = ',', line[1] = ' ';
+  if (a->lane == HB_NONE)
+    snprintf(buf, len, "rank %d's kernel (a CTA past the %d with a clock of"
+             " their own, thread %u%s)", a->rank, HB_LANES, a->thread,
+             line[2] ? line : "");
+  else
+    snprintf(buf, len, "rank %d's kernel (CTA %d, thread %u%s)", a->rank,
+             a->lane, a->thread, line[2] ? line : "");
 }
 
-int races_deferred(hb_domain *d, int me, int unit, uint32_t clock)
+static const char *atomic_note(const mem_access *now, const mem_access *other)
 {
-  const int rank = unit / HB_PER_RANK;
-  waiting_race *w = waiting(d);
-  if (unit % HB_PER_RANK >= HB_NONE || rank == me / HB_PER_RANK ||
-      rank >= MAX_RUNNING || !w->running[rank] || released(d, unit, clock))
-    return 0;
-  return atomic_load(&w->state) != 0 ? 2 : 1;
+  static _Thread_local char buf[400];
+  const mem_access *narrow = now->scope < other->scope ? now : other;
+  snprintf(buf, sizeof buf,
+           "both are atomics, but one is of %s: an atomic is indivisible"
+           " only among the threads of its scope, and %s (use %s)",
+           scope_name(narrow->scope),
+           now->rank != other->rank
+               ? "the other GPU's threads are outside any scope but the"
+                 " system's"
+               : "another CTA's threads are outside the CTA's scope",
+           now->rank != other->rank
+               ? "the _system variants, atomicAdd_system and the rest, on a"
+                 " word that other GPUs update"
+               : "atomicAdd, of device scope, or a _system variant");
+  return buf;
 }
 
-int races_defer(hb_domain *d, const char *dir, int me, int writes, int unit,
-                int other_writes, uint32_t clock, const char *head,
-                const char *missing)
+/* Two threads at one line, one of them writing: an update of one word by
+ * several threads (a plain +=), which no barrier can make whole. */
+static const char *same_line(const mem_access *now, const mem_access *other)
 {
-  waiting_race *w = waiting(d);
-  int none = 0;
-  if (!atomic_compare_exchange_strong(&w->state, &none, 1))
-    return 1; /* one waits already: it ends the run */
-  w->unit = unit, w->me = me, w->clock = clock;
-  w->writes = writes, w->other_writes = other_writes;
-  snprintf(w->dir, sizeof w->dir, "%s", dir);
-  snprintf(w->head, sizeof w->head, "%s", head);
-  snprintf(w->missing, sizeof w->missing, "%s", missing);
-  atomic_store(&w->state, 2);
-  return 1;
+  char a[160], b[160];
+  if (other->thread == ~0u || other->lane == HB_HOST)
+    return "";
+  line_of(now->site, a, sizeof a);
+  line_of(other->site, b, sizeof b);
+  if (a[0] == '\0' || strcmp(a, b) != 0)
+    return "";
+  return now->rank != other->rank
+             ? "; both are that line's, run by two ranks: an update of one"
+               " word by several GPUs (a plain +=) loses some, whatever"
+               " orders the rest: make it an atomic of system scope"
+               " (atomicAdd_system), or give each word one writer"
+             : "; both are that line's, run by two threads: an update of one"
+               " word by several threads (a plain +=) loses some: make it an"
+               " atomic, or give each word one writer";
 }
 
-static _Noreturn void report(waiting_race *w, const char *missing)
+static const char *same_cta =
+    "no CTA barrier between them: __syncthreads() orders what every thread"
+    " of a CTA did before it for all of them, __syncwarp() only among the"
+    " threads of one warp";
+
+static const char *two_ctas =
+    "they are of two CTAs of one kernel, and nothing orders two CTAs of a"
+    " kernel: a CTA barrier orders one CTA's threads, and an LSA barrier"
+    " orders only the same CTA of each rank (barrier index blockIdx.x); let"
+    " the CTA that writes an element be the one that reads it, on every"
+    " rank, or end the kernel between";
+
+_Noreturn void shared_race(const void *block, size_t byte, const mem_access *now,
+                           const mem_access *other, int scope_only)
 {
+  char by[256], them[256], place[320];
+  (void)block;
+  who(now, by, sizeof by);
+  who(other, them, sizeof them);
   fflush(stdout);
-  fprintf(stderr, "%s%s\n", w->head, missing);
-  mark_abort(w->dir);
+  fprintf(stderr,
+          "ncclsim: RULE VIOLATION [shared-data-race] rank %d in %s: %s %s"
+          " the word at byte %zu of a __shared__ object of its CTA, which"
+          " %s %s, and nothing orders the two: %s%s\n",
+          now->rank, current_place(place, sizeof place), by,
+          now->writes ? "writes" : "reads", byte, them,
+          other->writes ? "wrote" : "read",
+          scope_only ? atomic_note(now, other) : same_cta,
+          scope_only ? "" : same_line(now, other));
+  if (kernel_comm() != NULL)
+    mark_abort(kernel_comm()->dir);
   _exit(SIM_EXIT_VIOLATION);
 }
 
-/* The earliest sync of `unit`'s rank whose published release covers the
- * access at `clock` (0 if none is kept), its barrier, and the segment of
- * that rank's arrive on the same barrier just before it (0 if unknown). */
-static unsigned long long released_at(hb_domain *d, int unit, uint32_t clock,
-                                      unsigned *index, uint32_t *before)
+void memory_race(const char *dir, hb_domain *d, int owner, size_t byte,
+                 const mem_access *now, const mem_access *other,
+                 int scope_only)
 {
-  unsigned long long best = 0;
-  for (unsigned i = 0; i < HB_BARRIERS; i++)
-    for (int slot = 0; slot < HB_RING; slot++) {
-      unsigned long long epoch;
-      uint32_t segment;
-      const uint32_t *pub = hb_publication(d, i, unit / HB_PER_RANK, slot,
-                                           &epoch, &segment);
-      if (pub != NULL && pub[unit] >= clock && (best == 0 || epoch < best))
-        best = epoch, *index = i;
-    }
-  *before = 0;
-  for (int slot = 0; best > 1 && slot < HB_RING; slot++) {
-    unsigned long long epoch;
-    uint32_t segment;
-    if (hb_publication(d, *index, unit / HB_PER_RANK, slot, &epoch,
-                       &segment) != NULL && epoch == best - 1)
-      *before = segment;
+  const int me_unit = hb_unit(now->rank, now->lane);
+  const int unit = hb_unit(other->rank, other->lane);
+  /* Of two ranks, the other's released nothing yet: its verdict may wait
+   * for that side (releases.c). */
+  const int waits = d != NULL && !scope_only && now->rank != other->rank
+                        ? releases_deferred(d, me_unit, unit, other->clock)
+                        : 0;
+  if (waits == 2)
+    return; /* another race's verdict waits: it ends the run */
+  char by[256], them[256], place[320] = "a copy or memset";
+  char whose[64];
+  who(now, by, sizeof by);
+  who(other, them, sizeof them);
+  if (now->lane != HB_HOST)
+    current_place(place, sizeof place);
+  if (owner >= 0)
+    snprintf(whose, sizeof whose, "rank %d's window", owner);
+  else
+    snprintf(whose, sizeof whose, "rank %d's device memory", now->rank);
+  const char *why = "nothing orders them", *more = "";
+  if (scope_only) {
+    why = atomic_note(now, other);
+  } else if (now->rank == other->rank && now->lane == other->lane) {
+    why = same_cta, more = same_line(now, other);
+  } else if (now->rank == other->rank && now->lane != HB_HOST &&
+             other->lane != HB_HOST) {
+    why = two_ctas, more = same_line(now, other);
+  } else if (d != NULL) {
+    why = hb_missing(d, me_unit, unit, other->clock);
+    more = same_line(now, other);
+    if (more[0] == '\0')
+      more = fences_note(d, me_unit, unit,
+                         hb_pending(d, me_unit)[unit] >= other->clock);
   }
-  return best;
-}
-
-/* The other side's fix, if its sync before the releasing one came after
- * the access but released nothing; NULL if that sync came before it. */
-static const char *writer_side(int rank, uint32_t clock, unsigned index,
-                               unsigned long long epoch, uint32_t before,
-                               char *buf, size_t len)
-{
-  if (before < clock)
-    return NULL;
-  snprintf(buf, len,
-           "the other side released nothing after it until its sync #%llu"
-           " of LSA barrier %u: rank %d's sync #%llu, after that access,"
-           " released nothing (synced with cuda::memory_order_acquire or"
-           " relaxed: NCCL's releaseOrderOf(acquire) is relaxed); sync that"
-           " one with release or acq_rel", epoch, index, rank, epoch - 1);
-  return buf;
-}
-
-void races_released(hb_domain *d, int unit, unsigned index,
-                    unsigned long long epoch)
-{
-  waiting_race *w = waiting(d);
-  if (atomic_load(&w->state) != 2 || w->unit != unit ||
-      hb_released(d, unit)[unit] < w->clock)
+  char head[1536], tail[1536];
+  snprintf(head, sizeof head,
+           "%s rank %d in %s: %s %s the word at byte %zu of %s, which %s %s,"
+           " and nothing orders the two: ",
+           owner >= 0 ? "ncclsim: RULE VIOLATION [lsa-data-race]"
+                      : "ncclsim: RULE VIOLATION [data-race]",
+           now->rank, place, by, now->writes ? "writes" : "reads", byte,
+           whose, them, other->writes ? "wrote" : "read");
+  snprintf(tail, sizeof tail, "%s%s", why, more);
+  if (dir == NULL && kernel_comm() != NULL)
+    dir = kernel_comm()->dir;
+  if (waits && dir != NULL &&
+      releases_defer(d, dir, me_unit, now->writes, unit, other->writes,
+                     other->clock, head, tail))
     return;
-  const int rank = unit / HB_PER_RANK;
-  char why[1024], sync[128];
-  unsigned at;
-  uint32_t before = 0;
-  if (released_at(d, unit, w->clock, &at, &before) != epoch || at != index)
-    before = 0; /* (not kept: said as this side's) */
-  if (writer_side(rank, w->clock, index, epoch, before, why, sizeof why))
-    report(w, why);
-  snprintf(sync, sizeof sync, "its sync #%llu of LSA barrier %u", epoch,
-           index);
-  if (!w->writes) /* this side read what the other wrote: this side's fix */
-    snprintf(why, sizeof why,
-             "this side did not acquire it: rank %d released that write"
-             " only later, at %s, after this read: this side read it one"
-             " barrier too early (or rank %d wrote it one barrier too late);"
-             " read it only after this side's wait (with acquire) for that"
-             " sync", rank, sync, rank);
-  else
-    snprintf(why, sizeof why,
-             "this side did not acquire it: rank %d released that %s only"
-             " later, at %s, after this write: the two are one barrier"
-             " apart the wrong way; write only after this side's wait (with"
-             " acquire) for that sync, or let rank %d %s it before a sync"
-             " that this side waits for",
-             rank, w->other_writes ? "write" : "read", sync, rank,
-             w->other_writes ? "write" : "read");
-  report(w, why);
-}
-
-void races_writer_done(hb_domain *d, int rank)
-{
-  waiting_race *w = waiting(d);
-  races_kernel(d, rank, 0);
-  if (atomic_load(&w->state) == 2 && w->unit / HB_PER_RANK == rank)
-    report(w, w->missing);
-}
-
-const char *races_released_at(hb_domain *d, int unit, uint32_t clock,
-                              char *buf, size_t len)
-{
-  unsigned index = 0;
-  uint32_t before;
-  const unsigned long long epoch = released_at(d, unit, clock, &index, &before);
-  if (epoch == 0)
-    return NULL;
-  if (writer_side(unit / HB_PER_RANK, clock, index, epoch, before, buf, len))
-    return buf;
-  if (before != 0) /* the access came after the sync before it */
-    snprintf(buf, len,
-             "this side did not acquire it: rank %d made that access after"
-             " its sync #%llu of LSA barrier %u and released it only at its"
-             " sync #%llu, and no wait of this side with acquire observed"
-             " sync #%llu before this access: a wait for sync #%llu is one"
-             " barrier too early; wait with acquire (or acq_rel) for sync"
-             " #%llu before this access", unit / HB_PER_RANK, epoch - 1,
-             index, epoch, epoch, epoch - 1, epoch);
-  else
-    snprintf(buf, len,
-             "this side did not acquire it: it was released by rank %d at"
-             " its sync #%llu of LSA barrier %u, but no wait of this side"
-             " with acquire observed that sync before this access (a"
-             " barrier synced with release or relaxed acquires nothing);"
-             " wait with acquire (or acq_rel) for that sync before this"
-             " access", unit / HB_PER_RANK, epoch, index);
-  return buf;
+  fflush(stdout);
+  fprintf(stderr, "%s%s\n", head, tail);
+  if (dir != NULL)
+    mark_abort(dir);
+  _exit(SIM_EXIT_VIOLATION);
 }

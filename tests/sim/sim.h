@@ -81,7 +81,10 @@
  *   streams.c     CUDA: streams, events, cudaDeviceSynchronize
  *   graphs.c      CUDA: graph capture, instantiation and replay
  *   nccl.c        NCCL: versions, ids, communicators
+ *   split.c       NCCL: communicators split from one, or made all at once
+ *   nonblocking.c NCCL: a communicator's state, non-blocking ones
  *   queries.c     NCCL: a communicator's state, size and rank
+ *   unsimulated.c NCCL: the calls the simulation lacks, said as such
  *   windows.c     ncclMemAlloc/ncclMemFree and symmetric windows
  *   support.c     what a registration gets, per NCCL version and setting
  *   collectives.c ncclAllReduce and ncclAllGather
@@ -98,6 +101,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
+
+#include "nonblocking.h" /* a communicator's state */
 
 #define SIM_EXIT_VIOLATION 70
 #define SIM_MAGIC          "ncclsim:"
@@ -134,9 +139,7 @@ struct ncclComm {
   int ce_ready; /* NCCL's copy-engine sync window is registered */
   struct hb_domain *hb; /* happens-before of its windows (hb.c), once one
                            is registered */
-  int nonblocking, in_progress; /* config.blocking = 0: nonblocking.c */
-  ncclWindow_t *late_where[8], late_handle[8]; /* handles written later */
-  int nlate;
+  struct comm_state nb; /* its state, non-blocking or not: nonblocking.h */
 };
 
 struct ncclWindow_vidmem {
@@ -310,22 +313,16 @@ void drop_event(const struct CUevent_st *event);
  * what their queues hold before them); ncclCommAbort: they never run. */
 void land_comm(const struct ncclComm *comm);
 void drop_comm(const struct ncclComm *comm);
-/* collectives.c: a queued collective, when it runs. */
+/* collectives.c: a queued collective, when it runs; a captured one that
+ * a graph replays (graphs.c). */
 void run_collective(const sim_node *node);
-
-/* Whether the calling thread is inside ncclGroupStart/ncclGroupEnd
- * (windows.c). */
-int in_group(void);
+ncclResult_t replay_collective(const sim_node *node, cudaStream_t stream);
 
 /* cupti.c, only in the builds that have it (weak: NULL elsewhere): an API
  * record for a call that queues work, by the calling thread (its
  * correlation id; 0 when CUPTI records nothing); the records of a copy
  * (copy_kind: CUpti_ActivityMemcpyKind) or of a collective, when it runs. */
 uint32_t cupti_launch(void) __attribute__((weak));
-extern _Thread_local int launched_by_nccl_thread; /* nonblocking.c */
-ncclResult_t nonblocking_result(ncclComm_t comm, ncclResult_t res);
-int nonblocking_late_handle(ncclComm_t comm, ncclWindow_t *win);
-void nonblocking_publish(ncclComm_t comm);
 /* Between cupti_graph_launch(1) and (0) the calling thread launches a
  * graph: its work shares one API record, a cudaGraphLaunch's, as CUDA's
  * records of a replay do. */

@@ -98,11 +98,11 @@ void __tsan_atomic_signal_fence(int mo) { (void)mo; }
   void __tsan_unaligned_write##n(void *p);                                     \
   void __tsan_read##n(void *p)                                                 \
   {                                                                            \
-    hb_device_access(p, n, HB_READ, __builtin_return_address(0));                    \
+    hb_device_access(p, n, HB_READ | HB_ALIGNED, __builtin_return_address(0));      \
   }                                                                            \
   void __tsan_write##n(void *p)                                                \
   {                                                                            \
-    hb_device_access(p, n, HB_WRITE, __builtin_return_address(0));                   \
+    hb_device_access(p, n, HB_WRITE | HB_ALIGNED, __builtin_return_address(0));     \
   }                                                                            \
   void __tsan_unaligned_read##n(void *p)                                       \
   {                                                                            \

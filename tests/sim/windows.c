@@ -182,6 +182,12 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size,
     return ncclUnhandledCudaError;
   if (writes_null_first())
     *win = NULL;
+  /* Where NCCL registers anything, it wants a ready communicator (2.30.7
+   * src/dev_runtime.cc: with symmetric support; 2.28.9 and 2.27.7: a local
+   * registration too, src/register/register.cc). */
+  if ((symmetric_support(comm) || gives_local_registration()) &&
+      ensure_ready(comm, "ncclCommWindowRegister") != ncclSuccess)
+    return ncclInvalidArgument;
   if (group_depth == 0) {
     ncclResult_t res = register_now(comm, buff, size, win, flags);
     if (res == ncclSuccess)
@@ -226,9 +232,11 @@ ncclResult_t ncclGroupEnd(void)
     deferred = d->next;
     if (result == ncclSuccess)
       result = register_now(d->comm, d->buff, d->size, d->win, d->flags);
+    if (result == ncclSuccess) /* a non-blocking group: NCCL's thread's */
+      nonblocking_late_handle(d->comm, d->win);
     free(d);
   }
-  return result;
+  return nonblocking_group_end(result);
 }
 
 ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win)

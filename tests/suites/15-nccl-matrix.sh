@@ -68,25 +68,28 @@ for v in ${NCCL_MATRIX:-2.27.7 2.30.7 2.32.6}; do
       end
     done
   done
-  # The device API lesson: nvcc against the wheel's headers (>= 2.30.7),
+  # The device API lessons: nvcc against the wheel's headers (>= 2.30.7),
   # or make's one-line refusal of older ones, before any compiler runs.
-  c="nccl-matrix/$v/build-allreduce_lsa-MPI=0"
-  if [ -n "$reason" ]; then skip "$c" "$reason"
-  elif [ ! -x "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" ]; then skip "$c" "no nvcc in ${CUDA_HOME:-/usr/local/cuda}/bin"
-  elif begin "$c"; then
-    run make --no-print-directory -s -C 03_allreduce_lsa/c NCCL_HOME="$home" CUDA_ARCH=90 "$QUICK_CFLAGS" \
-      BUILD_DIR="$m/obj-allreduce_lsa" BIN="$m/allreduce_lsa"
-    if [ "$code" -lt 23007 ]; then
-      want_failure
-      want_err "allreduce_lsa needs NCCL >= 2.30.7, and the nccl.h this build finds (in NCCL_HOME=$home) is $v: build with a newer NCCL"
-      ! grep -q "error:" "$f.err" || why+="a compiler error beside make's line; "
-    else
-      want_status 0
-      CUDA_VISIBLE_DEVICES= "$m/allreduce_lsa" >"$f.run" 2>&1
-      grep -q "no usable GPU" "$f.run" || why+="did not stop at the GPU check: $(head -n 1 "$f.run"); "
+  for lesson in 03_allreduce_lsa:allreduce_lsa 04_allreduce_fast:allreduce_fast; do
+    dir=${lesson%%:*} prog=${lesson#*:}
+    c="nccl-matrix/$v/build-$prog-MPI=0"
+    if [ -n "$reason" ]; then skip "$c" "$reason"
+    elif [ ! -x "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" ]; then skip "$c" "no nvcc in ${CUDA_HOME:-/usr/local/cuda}/bin"
+    elif begin "$c"; then
+      run make --no-print-directory -s -C $dir/c NCCL_HOME="$home" CUDA_ARCH=90 "$QUICK_CFLAGS" \
+        BUILD_DIR="$m/obj-$prog" BIN="$m/$prog"
+      if [ "$code" -lt 23007 ]; then
+        want_failure
+        want_err "$prog needs NCCL >= 2.30.7, and the nccl.h this build finds (in NCCL_HOME=$home) is $v: build with a newer NCCL"
+        ! grep -q "error:" "$f.err" || why+="a compiler error beside make's line; "
+      else
+        want_status 0
+        CUDA_VISIBLE_DEVICES= "$m/$prog" >"$f.run" 2>&1
+        grep -q "no usable GPU" "$f.run" || why+="did not stop at the GPU check: $(head -n 1 "$f.run"); "
+      fi
+      end
     fi
-    end
-  fi
+  done
   # With the oldest wheel's library loaded, which has no device API
   # functions (ncclCommQueryProperties, ncclDevCommCreate): the program
   # starts (lazy binding, common/example.mk) and stops at its own checks
@@ -120,10 +123,12 @@ for v in ${NCCL_MATRIX:-2.27.7 2.30.7 2.32.6}; do
   elif begin "$c"; then
     run cmake -S . -B "$m/cmake" -DNCCL_HOME="$home" -DCUDA_ARCH=90 -DCMAKE_BUILD_TYPE=Debug
     want_status 0
-    [ "$status" = 0 ] && run cmake --build "$m/cmake" -j"$(nproc)" --target allreduce_lsa
+    [ "$status" = 0 ] && run cmake --build "$m/cmake" -j"$(nproc)" --target allreduce_lsa allreduce_fast
     want_status 0
-    CUDA_VISIBLE_DEVICES= "$m/cmake/03_allreduce_lsa/c/allreduce_lsa" >"$f.run" 2>&1
-    grep -q "no usable GPU" "$f.run" || why+="did not stop at the GPU check: $(head -n 1 "$f.run"); "
+    for prog in 03_allreduce_lsa/c/allreduce_lsa 04_allreduce_fast/c/allreduce_fast; do
+      CUDA_VISIBLE_DEVICES= "$m/cmake/$prog" >"$f.run" 2>&1
+      grep -q "no usable GPU" "$f.run" || why+="$prog did not stop at the GPU check: $(head -n 1 "$f.run"); "
+    done
     end
   fi
   c="nccl-matrix/$v/unit-version-and-unique-id"

@@ -12,12 +12,46 @@ if begin unit/simulation-is-unkind; then
   no_violation
   end
 fi
+if begin unit/simulation-state-as-nccl; then
+  need unit/test_sim_state
+  SIM_DIR=$TMPDIR run "$B/unit/test_sim_state"
+  want_status 0
+  want_out "test_sim_state: all passed"
+  no_violation
+  end
+fi
+# Every host call of NCCL's API, in each nccl.h the suite has (the
+# machine's, and the newest wheel's), is the simulation's or one of
+# tests/sim/unsimulated.c's, which say "not simulated here: NAME": a
+# program never meets a link error or an undefined symbol instead.
+if begin unit/simulation-has-every-nccl-call; then
+  need sim-pthread/sim.o
+  defined=" $(nm --defined-only "$B/sim-pthread/sim.o" | awk '$2 ~ /^[TW]$/ { print $3 }' | tr '\n' ' ') "
+  headers=0
+  for h in "$SUITE_NCCL_H" "${LSA_NCCL_HOME:-/nonexistent}/include/nccl.h"; do
+    [ -f "$h" ] || continue
+    headers=$((headers + 1))
+    for call in $(grep -oE '^[A-Za-z_][A-Za-z0-9_ *]*[ *]p?nccl[A-Z][A-Za-z0-9]*\(' "$h" |
+      grep -oE 'p?nccl[A-Z][A-Za-z0-9]*\($' | tr -d '(' | sort -u); do
+      [[ $defined == *" $call "* ]] || why+="$call ($h) is neither simulated nor said to be unsimulated; "
+    done
+  done
+  [ "$headers" -gt 0 ] || why+="no nccl.h found; "
+  end
+fi
 if begin unit/device-api-versions; then
   need unit/test_device_api
   SIM_DIR=$TMPDIR run "$B/unit/test_device_api"
   want_status 0
   want_out "test_device_api: all passed"
   no_violation
+  end
+fi
+if begin unit/shadow-rule; then
+  need unit/test_shadow
+  run "$B/unit/test_shadow"
+  want_status 0
+  want_out "test_shadow: all passed"
   end
 fi
 if begin unit/what-ran; then need unit/test_what_ran; run "$B/unit/test_what_ran"; want_status 0; end; fi

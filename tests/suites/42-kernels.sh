@@ -1,10 +1,13 @@
 # Kernels of one's own on the simulation's memory model (tests/sim/hb.c,
-# access.c): the lesson's main.cu with its kernel replaced by one of
-# tests/kernels/*.cu (or edited), built as the simulated lesson is. The
-# correct ones pass, with the lesson's verification; each wrong one fails
-# with the rule that names what a GPU would get wrong: a missing or one-way
-# barrier (lsa-data-race, naming the order that is missing), or CTAs
-# sharing an LSA barrier (lsa-barrier).
+# access.c, shadow.c, fences.c, sites.c): the lesson's main.cu with its
+# kernel replaced by one of tests/kernels/*.cu (or edited), built as the
+# simulated lesson is. The correct ones pass, with the lesson's
+# verification; each wrong one fails with the rule that names what a GPU
+# would get wrong: a missing or one-way barrier, a fence or an atomic of
+# too narrow a scope, two CTAs of a rank on one element (lsa-data-race,
+# naming the order that is missing), two threads of a CTA on one
+# __shared__ word (shared-data-race), threads of a CTA at two barriers
+# (cta-barrier), or CTAs sharing an LSA barrier (lsa-barrier).
 # Cases: kernels/correct/NAME/MODE-RANKS-seed-S, kernels/wrong/NAME/...,
 # kernels/seed/..., kernels/slow-machine/..., kernels/hang/...,
 # kernels/copied-lesson/...
@@ -65,11 +68,13 @@ kernel_run() {
 }
 
 # kernel_cases KIND NAME SOURCE SED [RULE TEXT]: the cases of one kernel
-# (KIND correct or wrong) at every run of KERNEL_RUNS (or of KRUNS, where
-# set; KERNEL_COUNT: the floats per rank, default $SMALL).
+# (KIND correct or wrong) at every run of KERNEL_RUNS (or of RUNS, where
+# the caller sets it; none: no run; KERNEL_COUNT: the floats per rank,
+# default $SMALL).
 kernel_cases() {
   local kind=$1 kname=$2 source=$3 edit=$4 rule=${5:-} text=${6:-} r mode n seed c
-  for r in ${KRUNS:-$KERNEL_RUNS}; do
+  for r in ${RUNS:-$KERNEL_RUNS}; do
+    [ "$r" != none ] || continue # (RUNS=none: not in this run)
     IFS=: read -r mode n seed <<<"$r"
     c=kernels/$kind/$kname/$mode-$n-seed-$seed
     lsa_case "$c" || continue
@@ -109,6 +114,64 @@ kernel_cases wrong writes-peer-after-the-release writes-peer-after-the-release.c
 kernel_cases wrong all-ctas-on-barrier-0 - 's/devComm.lsaBarrier, blockIdx.x}/devComm.lsaBarrier, 0}/' lsa-barrier "$SHARED"
 kernel_cases wrong half-the-barriers - 's/devComm.lsaBarrier, blockIdx.x}/devComm.lsaBarrier, blockIdx.x % 8}/' lsa-barrier "$SHARED"
 
+# GPU threads that interleave, CTA barriers by call site, atomics by
+# scope, fences by scope (tests/sim/shadow.c, sites.c, fences.c). make
+# test runs each once (a wrong one at 2 ranks as threads, a correct one at
+# 4 as MPI processes); make test-kernels all of KERNEL_RUNS. Each expected
+# text is what the definition says is missing: a store never released (an
+# acquire-only barrier after it, NCCL's releaseOrderOf(acquire) is
+# relaxed); two threads of a CTA at one += with no CTA barrier between;
+# two barrier calls that a branch sent threads to; atomics of device scope
+# from two GPUs; a plain += from two GPUs on one word; two CTAs of one
+# rank on one element; a fence of device scope where two GPUs meet.
+# The correct twins of the wrong ones that the lesson's kernel and the
+# ones above already stand for (stores then a barrier, barriers met by
+# every thread, a CTA's own elements) run only there.
+[ "${KERNEL_MATRIX:-}" = full ] && ONCE_WRONG="" ONCE_RIGHT="" ONLY_FULL="" ||
+  ONCE_WRONG="threads:2:1" ONCE_RIGHT="mpi:4:2" ONLY_FULL=none
+RUNS=$ONLY_FULL kernel_cases correct stores-first stores-first.cu ""
+RUNS=$ONCE_RIGHT kernel_cases correct shared-count shared-count.cu ""
+RUNS=$ONLY_FULL kernel_cases correct converged-barrier converged-barrier.cu ""
+RUNS=$ONCE_RIGHT kernel_cases correct atomics-into-peers atomics-into-peers.cu ""
+RUNS=$ONLY_FULL kernel_cases correct ctas-own-their-elements ctas-own-their-elements.cu ""
+RUNS=$ONCE_RIGHT kernel_cases correct fenced-two-shot fenced-two-shot.cu ""
+RUNS=$ONCE_WRONG kernel_cases wrong stores-first-acquire stores-first.cu "${MIDDLE/ORDER/acquire}" lsa-data-race "$NOT_RELEASED"
+RUNS=$ONCE_WRONG kernel_cases wrong shared-plus-equals shared-count.cu 's|atomicAdd_block(&threads, 1.0f); /\* count \*/|threads += 1.0f; /* count */|' \
+  shared-data-race "and nothing orders the two: no CTA barrier between them"
+# (the kernel's line L is main.cu's line L - 1 after the lesson's kernel
+# starts: kernel_program puts it there)
+branch=$(($(grep -n '^__global__ void simpleAllReduceKernel' "$ROOT/03_allreduce_lsa/c/main.cu" | cut -d: -f1) - 1 +
+  $(grep -n 'if (threadIdx.x % 32 < 16) {' "$ROOT/tests/kernels/divergent-barrier.cu" | cut -d: -f1)))
+RUNS=$ONCE_WRONG kernel_cases wrong divergent-barrier divergent-barrier.cu "" \
+  cta-barrier "every thread of a CTA must reach the same one (__syncthreads() and ncclCoopCta's sync are barrier.sync.aligned, undefined from divergent code: a GPU may hang); they parted at main.cu:$branch: \`if (threadIdx.x % 32 < 16) {\`"
+RUNS=$ONCE_WRONG kernel_cases wrong atomics-of-device-scope atomics-into-peers.cu 's|atomicAdd_system(&theirs|atomicAdd(\&theirs|' \
+  lsa-data-race "both are atomics, but one is of device scope"
+RUNS=$ONCE_WRONG kernel_cases wrong plain-add-into-peers atomics-into-peers.cu 's|atomicAdd_system(&theirs\[i\], send\[i\]);|theirs[i] += send[i];|' \
+  lsa-data-race "both are that line's, run by two ranks"
+RUNS=$ONCE_WRONG kernel_cases wrong reads-the-next-ctas ctas-own-their-elements.cu 's|owner = blockIdx.x;|owner = (blockIdx.x + 1) % gridDim.x;|' \
+  lsa-data-race "they are of two CTAs of one kernel"
+RUNS=$ONCE_WRONG kernel_cases wrong device-fence-before-arrive fenced-two-shot.cu 's|__threadfence_system(); /\* release \*/|__threadfence(); /* release */|' \
+  lsa-data-race "the __threadfence() before that rank's relaxed arrive does not release it: it is of device scope"
+RUNS=$ONCE_WRONG kernel_cases wrong device-fence-after-wait fenced-two-shot.cu 's|__threadfence_system(); /\* acquire \*/|__threadfence(); /* acquire */|' \
+  lsa-data-race "the __threadfence() after that wait does not make it an acquire: it is of device scope"
+# A += is a load and a store, and a GPU may run another thread between
+# them: then that thread's load comes before the first one's store, which
+# is named as a store after another thread's read. Each seed's schedule
+# decides whether it happens; of seeds 1 to 3, one at least has it.
+if lsa_case kernels/wrong/shared-plus-equals/a-load-between-a-load-and-its-store; then
+  kernel_program shared-plus-equals shared-count.cu 's|atomicAdd_block(&threads, 1.0f); /\* count \*/|threads += 1.0f; /* count */|'
+  interleaved=0
+  for seed in 1 2 3; do
+    [ $interleaved = 0 ] || break
+    kernel_run threads 2 $seed
+    want_status 70
+    grep -q "main.cu:[0-9]*) writes the word at byte 0 of a __shared__ object of its CTA, which rank [0-9]'s kernel (CTA [0-9]*, thread [0-9]*, main.cu:[0-9]*) read" "$f.err" &&
+      interleaved=$((interleaved + 1))
+  done
+  [ $interleaved -gt 0 ] || why+="no seed ran a thread between another's load and store; "
+  end
+fi
+
 # SIM_SEED fixes the whole schedule of a kernel that takes a device
 # communicator (tests/sim/lockstep.c): the same seed says the same, byte
 # for byte, twice as threads and once as MPI processes.
@@ -121,6 +184,20 @@ if lsa_case kernels/seed/same-seed-same-message; then
     grep -h "RULE VIOLATION" "$f.err" >"$f.$how.$RANDOM"
   done
   [ "$(cat "$f".*.* | sort | uniq -c | wc -l)" = 1 ] && grep -q "SIM_SEED=11 repeats it" "$f".threads.* ||
+    why+="the messages differ: $(cat "$f".*.* | sort | uniq -c | head -n 3 | tr '\n' ' '); "
+  end
+fi
+# The same where the schedule's switches between a thread's load and its
+# store decide which two threads of a CTA meet first at a +=.
+if lsa_case kernels/seed/same-seed-same-message-interleaved; then
+  kernel_program shared-plus-equals shared-count.cu 's|atomicAdd_block(&threads, 1.0f); /\* count \*/|threads += 1.0f; /* count */|'
+  for how in threads threads mpi; do
+    [ $how = mpi ] && [ $HAVE_MPI = 0 ] && continue
+    kernel_run $how 2 12
+    want_status 70
+    grep -h "RULE VIOLATION" "$f.err" >"$f.$how.$RANDOM"
+  done
+  [ "$(cat "$f".*.* | sort | uniq -c | wc -l)" = 1 ] && grep -q "SIM_SEED=12 repeats it" "$f".threads.* ||
     why+="the messages differ: $(cat "$f".*.* | sort | uniq -c | head -n 3 | tr '\n' ' '); "
   end
 fi
@@ -205,39 +282,38 @@ fi
 # The kinds of mistake that a GPU showed wrong, or that NCCL's headers and
 # CUDA's rules forbid, where the simulation once said "verified" or named
 # the wrong cause: each wrong kernel beside a correct twin. make test runs
-# each once (ONE: one run of KERNEL_RUNS); make test-kernels the whole
-# matrix. The expected texts follow from each kernel's definition (which
-# sync released what, which team, which requirement, which bytes).
-ONE=$([ "${KERNEL_MATRIX:-}" = full ] || echo threads:2:1)
-ONE4=$([ "${KERNEL_MATRIX:-}" = full ] || echo mpi:4:2)
+# each once (as above: ONCE_WRONG, ONCE_RIGHT; a kernel wrong only from 4
+# ranks at 4); make test-kernels the whole matrix. The expected texts
+# follow from each kernel's definition (which sync released what, which
+# team, which requirement, which bytes).
 # A wait is credited with the earliest arrival that satisfies it: the root
 # waited for sync #2, the parts were released by sync #3 (the middle
 # barrier came before the stores), or only later, while it read.
-KRUNS=$ONE kernel_cases correct reduce-to-root reduce-to-root.cu ""
-KRUNS=$ONE kernel_cases wrong reads-one-barrier-early reads-one-barrier-early.cu "" lsa-data-race \
+RUNS=$ONCE_RIGHT kernel_cases correct reduce-to-root reduce-to-root.cu ""
+RUNS=$ONCE_WRONG kernel_cases wrong reads-one-barrier-early reads-one-barrier-early.cu "" lsa-data-race \
   "released it only at its sync #3, and no wait of this side with acquire observed sync #3 before this access: a wait for sync #2 is one barrier too early"
-KRUNS=$ONE4 kernel_cases correct gather-overlapped gather-overlapped.cu ""
-KRUNS=$ONE4 kernel_cases wrong gather-arrive-before-stores gather-arrive-before-stores.cu "" lsa-data-race \
+RUNS=$ONCE_RIGHT kernel_cases correct gather-overlapped gather-overlapped.cu ""
+RUNS=$ONCE_WRONG kernel_cases wrong gather-arrive-before-stores gather-arrive-before-stores.cu "" lsa-data-race \
   "rank 1 released that write only later, at its sync #3 of LSA barrier 0, after this read: this side read it one barrier too early"
 # Teams: a session syncs its team's ranks only (the inner half of the LSA
 # team: at 2 ranks one rank alone); the twin's outer barriers start past
 # the inner ones' inbox words (index * team size: lsaBarrierCount grown).
 TEAMS='0,/reqs.lsaBarrierCount = NCCL_DEVICE_CTA_COUNT;/s//reqs.lsaBarrierCount = NCCL_DEVICE_CTA_COUNT * (total_ranks + 1);/'
-KRUNS=$ONE4 kernel_cases correct two-level-teams two-level-teams.cu "$TEAMS"
-KRUNS=$ONE4 kernel_cases wrong sub-team-touches-all sub-team-touches-all.cu "" lsa-data-race \
+RUNS=$ONCE_RIGHT kernel_cases correct two-level-teams two-level-teams.cu "$TEAMS"
+RUNS=$ONCE_WRONG kernel_cases wrong sub-team-touches-all sub-team-touches-all.cu "" lsa-data-race \
   "is outside the team of this CTA's LSA barrier session"
 # Pairs on barriers CTAs .. 2 CTAs - 1 of the handle whose first CTAs
 # barriers the LSA team uses: from 4 ranks they share inbox words
 # (2 * (16 + b) + p = 4 * b' + p'); at 2 ranks the two teams are one.
 TWO_PER_CTA='0,/reqs.lsaBarrierCount = NCCL_DEVICE_CTA_COUNT;/s//reqs.lsaBarrierCount = 2 * NCCL_DEVICE_CTA_COUNT;/'
-KRUNS=mpi:4:2 kernel_cases wrong teams-share-inbox-words teams-share-inbox-words.cu "$TWO_PER_CTA" lsa-barrier \
+RUNS=mpi:4:2 kernel_cases wrong teams-share-inbox-words teams-share-inbox-words.cu "$TWO_PER_CTA" lsa-barrier \
   "so sessions of teams of other shapes on one handle share words"
 # What the device communicator did not ask for: multicast (lsaMultimem).
 MULTIMEM='0,/reqs.lsaBarrierCount = NCCL_DEVICE_CTA_COUNT;/s//&\n  reqs.lsaMultimem = props.multimemSupport;/'
-KRUNS=$ONE kernel_cases correct multimem-if-requested multimem-if-requested.cu "$MULTIMEM"
-KRUNS=$ONE4 kernel_cases wrong multimem-not-requested multimem-not-requested.cu "" device-communicator \
+RUNS=$ONCE_RIGHT kernel_cases correct multimem-if-requested multimem-if-requested.cu "$MULTIMEM"
+RUNS=$ONCE_WRONG kernel_cases wrong multimem-not-requested multimem-not-requested.cu "" device-communicator \
   "an LSA barrier session with multimem=true, but the device communicator was created without multicast (ncclDevCommRequirements.lsaMultimem"
-KRUNS=$ONE kernel_cases wrong multimem-pointer-not-requested multimem-pointer-not-requested.cu "" device-communicator \
+RUNS=$ONCE_WRONG kernel_cases wrong multimem-pointer-not-requested multimem-pointer-not-requested.cu "" device-communicator \
   "ncclGetLsaMultimemPointer with a NULL multicast handle: the device communicator was created without ncclDevCommRequirements.lsaMultimem"
 if lsa_case kernels/multimem/asked-without-nvls; then # the simulation has none
   kernel_program multimem-asked multimem-if-requested.cu "${MULTIMEM/props.multimemSupport/true}"
@@ -249,26 +325,26 @@ fi
 # Stale epochs: a session never ended, then a second launch; a second
 # session of one CTA on its barrier.
 TWICE='0,/^  CUDACHECK(cudaGetLastError());$/s//&\n  simpleAllReduceKernel<<<NCCL_DEVICE_CTA_COUNT, NCCL_DEVICE_THREADS_PER_CTA, 0, stream>>>(send_win, 0, recv_win, 0, count, devComm); \/* again *\/\n  CUDACHECK(cudaGetLastError());/'
-KRUNS=$ONE kernel_cases correct lesson-launched-twice - "$TWICE"
-KRUNS=$ONE4 kernel_cases wrong session-never-ends session-never-ends.cu "$TWICE" lsa-barrier \
+RUNS=$ONCE_RIGHT kernel_cases correct lesson-launched-twice - "$TWICE"
+RUNS=$ONCE_WRONG kernel_cases wrong session-never-ends session-never-ends.cu "$TWICE" lsa-barrier \
   "in launch #1 of a kernel with this device communicator never ended, so its epoch was never written back"
-KRUNS=$ONE kernel_cases correct sessions-one-after-another sessions-one-after-another.cu ""
-KRUNS=$ONE4 kernel_cases wrong two-sessions-one-barrier two-sessions-one-barrier.cu "" lsa-barrier \
+RUNS=$ONCE_RIGHT kernel_cases correct sessions-one-after-another sessions-one-after-another.cu ""
+RUNS=$ONCE_WRONG kernel_cases wrong two-sessions-one-barrier two-sessions-one-barrier.cu "" lsa-barrier \
   "makes a second session on LSA barrier"
 # A window deregistered before the kernel that uses it ran (its twin: the
 # lesson), named with the call that deregistered it.
 DEREG='0,/^  CUDACHECK(cudaGetLastError());$/s//&\n  NCCLCHECK(ncclCommWindowDeregister(comm, recv_win)); \/* before the kernel ran *\/\n  recv_win = NULL;/'
-KRUNS=$ONE kernel_cases wrong deregistered-before-the-kernel - "$DEREG" lsa-pointer \
+RUNS=$ONCE_WRONG kernel_cases wrong deregistered-before-the-kernel - "$DEREG" lsa-pointer \
   "'s ncclCommWindowDeregister at main.cu:$(($(grep -n '^  CUDACHECK(cudaGetLastError());$' "$ROOT/03_allreduce_lsa/c/main.cu" | head -n 1 | cut -d: -f1) + 1)), before this kernel used it"
 # Window bounds to the byte: 4099 floats, 16396 bytes; the last float4
 # (bytes 16384 to 16399) runs 4 bytes past the window.
-KERNEL_COUNT=4099 KRUNS=$ONE kernel_cases correct float4-and-tail float4-and-tail.cu ""
-KERNEL_COUNT=4099 KRUNS=$ONE4 kernel_cases wrong float4-tail float4-tail.cu "" memory-access \
+KERNEL_COUNT=4099 RUNS=$ONCE_RIGHT kernel_cases correct float4-and-tail float4-and-tail.cu ""
+KERNEL_COUNT=4099 RUNS=$ONCE_WRONG kernel_cases wrong float4-tail float4-tail.cu "" memory-access \
   "reads bytes 16384 to 16399 of rank 0's buffer, past the end of its $((4099 * 4))-byte window"
 # A grid sized to the GPU: 1024 CTAs (of 32 threads, all resident as on an
 # H100), each with its barrier; past the clocks' 1024 lanes, refused.
 MANY='s/^#define NCCL_DEVICE_CTA_COUNT       16$/#define NCCL_DEVICE_CTA_COUNT       1024/; s/^#define NCCL_DEVICE_THREADS_PER_CTA 512$/#define NCCL_DEVICE_THREADS_PER_CTA 32/'
-KRUNS=$ONE kernel_cases correct grid-of-1024-ctas - "$MANY"
+RUNS=$ONCE_RIGHT kernel_cases correct grid-of-1024-ctas - "$MANY"
 if lsa_case kernels/not-simulated/grid-of-1025-ctas; then
   kernel_program grid-of-1025-ctas - "${MANY//1024/1025}"
   kernel_run threads 2 1

@@ -13,25 +13,7 @@ if [ ! -f "${CUDA_HOME:-/usr/local/cuda}/include/cupti.h" ]; then
   skip "whatran/other-style-program" "no cupti.h in ${CUDA_HOME:-/usr/local/cuda}/include"
   return 0
 fi
-S=$B/simso
-
-# preloaded [ENV=VALUE...] -- COMMAND...: runs COMMAND without the preload
-# (its stdout kept as $f.plain, its status as $plain_status), then with it.
-preloaded() {
-  while [ "$1" != -- ]; do local -x "$1"; shift; done
-  shift
-  local -x SIM_DIR=$TMPDIR
-  need whatran-programs
-  run "$@"
-  plain_status=$status
-  cp "$f.out" "$f.plain"
-  LD_PRELOAD="$S/libwhatran.so" run "$@"
-}
-# The program's own output and status, unchanged by the preload.
-unchanged() {
-  [ "$status" = "$plain_status" ] || why+="exit status $status under the preload, $plain_status without; "
-  cmp -s "$f.out" "$f.plain" || why+="stdout differs from a run without the preload; "
-}
+. tests/lib/whatran.sh
 
 if begin whatran/other-style-program; then
   rm -f "$f.json"
@@ -221,6 +203,41 @@ if begin whatran/edge-cases-stops-before-nccl; then
   no_violation
   end
 fi
+# A non-blocking communicator asked its size before any poll: refused
+# while its init runs (ncclInProgress 7 from the init, ncclInvalidArgument
+# 4 from ncclCommCount, NCCL 2.30.7 src/init.cc), with or without the
+# preload: the library takes no look of its own at a non-blocking
+# communicator, which would end the simulated init early.
+if begin whatran/edge-cases-unpolled-nonblocking; then
+  preloaded -- "$S/edge_cases" unpolled
+  want_status 0
+  unchanged
+  want_out "unpolled: init 7, count before a poll 4, then 0"
+  want_err "Attempt to use communicator before the previous operation returned ncclSuccess"
+  no_violation
+  end
+fi
+# A call to make a communicator that came through the preload and failed
+# (a rank out of range: ncclInvalidArgument, 4): at exit, that is what the
+# library says, not that no call came through. Python's ctypes calls the
+# wrapper found in the global scope, the simulation's library opened into
+# it.
+if command -v python3 >/dev/null && begin whatran/no-communicator-made-calls-failed; then
+  need whatran-programs
+  LD_PRELOAD="$S/libwhatran.so" SIM_DIR=$TMPDIR run python3 -c '
+import ctypes, sys
+class UniqueId(ctypes.Structure):
+    _fields_ = [("internal", ctypes.c_char * 128)]
+sim = ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)
+uid, comm = UniqueId(), ctypes.c_void_p()
+assert sim.ncclGetUniqueId(ctypes.byref(uid)) == 0
+print(ctypes.CDLL(None).ncclCommInitRank(ctypes.byref(comm), 2, uid, 5))' "$S/libncclsim.so"
+  want_status 0
+  want_out "4"
+  want_err "What ran (libwhatran): the program made no NCCL communicator: its calls to make one did not succeed"
+  no_err "no call to it went through this library"
+  end
+fi
 # The library as users build it links neither CUPTI nor the CUDA runtime:
 # a machine without them starts every preloaded program (CUPTI missing is
 # "not measured", tools/whatran/loader.c), and it exports only NCCL's calls.
@@ -232,90 +249,23 @@ if begin whatran/real-build-links-no-cupti; then
   exported=$(nm -D --defined-only "$B/tools/libwhatran.so" | awk '$2 == "T" { print $3 }' | grep -v '^nccl' | tr '\n' ' ')
   [ -z "$exported" ] || why+="it exports more than NCCL's calls: $exported; "
   env -i PATH="$PATH" LD_PRELOAD="$B/tools/libwhatran.so" true || why+="true did not start under the preload; "
+  # Nothing of NCCL, CUDA or CUPTI left for the dynamic linker to bind: it
+  # looks in the global scope only, where a NCCL opened with RTLD_LOCAL
+  # is not, and ends the program there (loader.c finds them instead).
+  unbound=$(nm -D --undefined-only "$B/tools/libwhatran.so" | awk '$2 ~ /^(nccl|cuda|cupti)/ { print $2 }' | tr '\n' ' ')
+  [ -z "$unbound" ] || why+="it leaves to the dynamic linker: $unbound; "
   end
 fi
-# A program in PyTorch's style (tests/whatran/torch_style.c): non-blocking
-# communicators, polled until ready, a split one, a graph capture. The
-# ranks of both communicators are NCCL's, asked once each was ready. As in
-# NCCL 2.30.7 (src/group.cc, src/enqueue.cc, src/dev_runtime.cc), each
-# collective at more than one rank returns ncclInProgress and NCCL's own
-# thread launches its work, and each window's handle is written once a
-# poll says ready: the windows are counted, the calls' work is "not seen"
-# with that reason, and the replays launched by the program's own thread
-# are the symmetric kernel.
-if begin whatran/torch-style-program; then
-  preloaded NTHREADS=4 -- "$S/torch_style"
-  want_status 0
-  unchanged
-  inprogress="not seen: the call returned ncclInProgress (a non-blocking communicator), and NCCL's own thread launched its work later, which no call of the program holds"
-  want_err "What ran (libwhatran): communicator 1, 4 ranks, ranks 0-3: AllReduce of 1 MiB (1 call): $inprogress; AllReduce of 1 MiB (1 call): captured into a CUDA graph: its work runs at each replay; 2 windows registered (1 MiB, 1 MiB)"
-  # The split: one communicator per color (even ranks, odd ranks).
-  for c in 2 3; do
-    want_err "What ran (libwhatran): communicator $c, 2 ranks, ranks 0-1: AllGather of 2 MiB (1 call): $inprogress; 0 windows registered"
-  done
-  want_err "What ran (libwhatran): CUDA graph replays (12 launches): NCCL's symmetric kernel AllReduce_RSxLD_AGxST_sum_f32"
-  no_violation
-  end
-fi
-# tools/simulate.sh --preload: a program of the user's own, built against
-# libnccl.so and libcudart.so as on a GPU machine (here: links to the
-# simulation's library, named as NCCL's and CUDA's are), run with the
-# simulation standing in for both and libwhatran preloaded. One copy of it
-# leaves its stream at exit, as PyTorch-like programs do: CUDA frees it,
-# so the program's output, exit status and report stay whole.
-own=$B/own-program
-own_cflags=(-std=c11 -Wall -Wextra -Werror -D_GNU_SOURCE -I"$(dirname "$SUITE_NCCL_H")"
-  -idirafter "${CUDA_HOME:-/usr/local/cuda}/include")
-own_program() { # NAME CFLAGS...: torch_style.c built as a user builds it
-  local name=$1
-  shift
-  mkdir -p "$own/libs"
-  for so in libnccl.so libcudart.so; do ln -sfn "$S/libncclsim.so" "$own/libs/$so"; done
-  # --no-as-needed: both names lead to one library here, and each must stay.
-  cc "${own_cflags[@]}" "$@" -o "$own/$name" "$ROOT/tests/whatran/torch_style.c" -L"$own/libs" \
-    -Wl,--no-as-needed -lnccl -lcudart -pthread
-}
-if begin whatran/simulate-preload-own-program; then
+# A wrapped call that no library of the process defines (no NCCL loaded,
+# or one older than the call): said once, ncclSystemError (2) returned
+# each time, and the program goes on. Python's ctypes finds the wrapper in
+# the global scope, as a program linked against a newer NCCL would.
+if command -v python3 >/dev/null && begin whatran/no-nccl-behind-a-call-says-so-once; then
   need whatran-programs
-  own_program torch_style || why+="the program did not build; "
-  NTHREADS=2 run "$ROOT/tools/simulate.sh" --preload "$own/torch_style"
+  LD_PRELOAD="$S/libwhatran.so" run python3 -c 'import ctypes; f = ctypes.CDLL(None).ncclGroupStart; print(f(), f())'
   want_status 0
-  want_out "# SIMULATED: no GPU ran this; tests/sim stands in for CUDA and NCCL (2 simulated GPUs, 2 ranks)"
-  want_out "rank 1: done"
-  want_err "What ran (libwhatran): communicator 1, 2 ranks, ranks 0-1: AllReduce of 1 MiB (1 call): not seen: the call returned ncclInProgress"
-  want_err "2 windows registered (1 MiB, 1 MiB)"
-  no_violation
-  end
-fi
-if begin whatran/simulate-preload-stream-left-at-exit; then
-  need whatran-programs
-  own_program torch_style_leaves_stream '-DcudaStreamDestroy(s)=cudaStreamSynchronize(s)' ||
-    why+="the program did not build; "
-  NTHREADS=2 run "$ROOT/tools/simulate.sh" --preload "$own/torch_style_leaves_stream"
-  want_status 0
-  want_out "rank 0: done"
-  want_out "rank 1: done"
-  want_err "ncclsim: LEAK: stream on device 0 never destroyed"
-  want_err "ncclsim: 2 object(s) left at exit (SIM_LEAKS=warn: listed, not a violation)"
-  want_err "What ran (libwhatran): communicator 1, 2 ranks, ranks 0-1"
-  no_err "RULE VIOLATION"
-  end
-fi
-if begin whatran/simulate-preload-refuses-a-program-without-nccl; then
-  run "$ROOT/tools/simulate.sh" --preload "$(type -P true)"
-  want_status 2
-  want_err "simulate.sh: --preload $(type -P true): it does not load libnccl.so"
-  end
-fi
-# Linked with libnccl.so alone (the simulation's library holds CUDA's
-# calls too), it stands for a program with the runtime linked in.
-if begin whatran/simulate-preload-refuses-a-static-runtime; then
-  need whatran-programs
-  mkdir -p "$own/libs" && ln -sfn "$S/libncclsim.so" "$own/libs/libnccl.so"
-  cc "${own_cflags[@]}" -o "$own/static_runtime" "$ROOT/tests/whatran/torch_style.c" -L"$own/libs" -lnccl -pthread ||
-    why+="the program did not build; "
-  run "$ROOT/tools/simulate.sh" --preload "$own/static_runtime"
-  want_status 2
-  want_err "it has the CUDA runtime linked in statically"
+  want_out "2 2"
+  want_err "libwhatran: ncclGroupStart: no library loaded in this process defines it (NCCL is not loaded, or is older than this call): it returns ncclSystemError, and What ran says nothing of it"
+  [ "$(grep -c "^libwhatran:" "$f.err")" = 1 ] || why+="$(grep -c "^libwhatran:" "$f.err") libwhatran lines, wanted 1; "
   end
 fi

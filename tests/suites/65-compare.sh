@@ -65,6 +65,29 @@ FAKE
     why+="wanted the 1 MiB row of sym and plain, with a noise figure (two runs each); "
   end
 fi
+# allreduce_fast's stages all pair with nccl-tests' vectorized LSA kernel
+# (-D 2), which runs once per repeat for all of them; this bench runs with
+# --cold, as nccl-tests moves its buffers.
+if fast_case "compare/run-fast-stages-share-one-d2-run"; then
+  fake=$TMPDIR/fake-nccl-tests && mkdir -p "$fake/build"
+  cat >"$fake/build/all_reduce_perf" <<FAKE
+#!/bin/sh
+echo "\$*" >>"$TMPDIR/calls"
+sed 's/^     1048576        262144 /       65536         16384 /' "$ROOT/tests/data/compare/sym-1.txt"
+FAKE
+  chmod +x "$fake/build/all_reduce_perf"
+  rm -f "$TMPDIR/calls"
+  SIM_DIR=$TMPDIR SIM_DEVICES=1 NCCL_TESTS_HOME=$fake run python3 tools/compare_nccl_tests.py \
+    "$B/fast-pthread/allreduce_fast" -b 64K -e 64K -w 1 -n 2 --repeat 1 --timeout 60 --keep "$TMPDIR/kept"
+  want_status 0
+  for m in vec grid 1shot 2shot fast; do want_out "mode $m <-> nccl-tests -R 2 -D 2"; done
+  want_out "mode sym <-> nccl-tests -R 2"
+  [ "$(grep -cE '^ +65536 ' "$f.out")" = 7 ] || why+="wanted the 64 KiB row of each of the 7 modes; "
+  [ "$(grep -c -- '-R 2 -D 2' "$TMPDIR/calls")" = 1 ] || why+="nccl-tests -D 2 ran $(grep -c -- '-R 2 -D 2' "$TMPDIR/calls") times, wanted once; "
+  [ "$(wc -l <"$TMPDIR/calls")" = 3 ] || why+="nccl-tests ran $(wc -l <"$TMPDIR/calls") times, wanted 3 (-D 2, -R 2, -R 0); "
+  grep -q "^# cache: cold" "$TMPDIR/kept/allreduce_fast-1.txt" || why+="this bench did not run with --cold; "
+  end
+fi
 if begin "compare/usage"; then
   NCCL_TESTS_HOME= run python3 tools/compare_nccl_tests.py ./allgather_ce
   want_status 2

@@ -4,9 +4,12 @@
 
 # ------------------------------------------------- the Python variants
 PY_SCRIPTS="01_allreduce/python/allreduce_sm.py 02_allgather/python/allgather_ce.py"
+# The PyTorch program of What ran's runs on a GPU needs PyTorch and a GPU
+# to run: compiled and checked here only.
+PY_CHECKED="$PY_SCRIPTS common/python/example_utils.py common/python/gpu_choice.py tests/whatran/torch_collectives.py"
 if command -v python3 >/dev/null; then
   if begin python/compile; then
-    run python3 -m py_compile $PY_SCRIPTS common/python/example_utils.py common/python/gpu_choice.py
+    run python3 -m py_compile $PY_CHECKED
     want_status 0
     end
   fi
@@ -14,7 +17,7 @@ if command -v python3 >/dev/null; then
   command -v pyflakes3 >/dev/null || PYFLAKES=(python3 -m pyflakes)
   if "${PYFLAKES[@]}" --version >/dev/null 2>&1; then
     if begin python/pyflakes; then
-      run "${PYFLAKES[@]}" $PY_SCRIPTS common/python/example_utils.py common/python/gpu_choice.py
+      run "${PYFLAKES[@]}" $PY_CHECKED
       want_status 0
       end
     fi

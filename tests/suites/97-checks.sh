@@ -6,7 +6,7 @@
 if command -v python3 >/dev/null; then
   if begin checks/readmes-match-code; then
     need programs-sim-pthread
-    [ -z "$LSA_MISSING" ] && need lsa-programs
+    [ -z "$LSA_MISSING" ] && need lsa-programs fast-programs
     run python3 tests/checks/check_docs.py
     want_status 0
     [ "$status" = 0 ] || why+="$(grep -v '^check_docs:' "$f.out" | head -n 3 | tr '\n' ' ')"

@@ -11,6 +11,10 @@
  *   fork    then forks a child that exits at once, and waits for it
  *   early   stops before its first NCCL call, as a program that rejects
  *           its options does
+ *   unpolled  only this: a non-blocking communicator of one rank asked its
+ *           size before any poll, which NCCL refuses while its init runs
+ *           (ncclInvalidArgument, NCCL 2.30.7 src/init.cc
+ *           ncclCommEnsureReady); the preload must not change that
  * It prints one line; its output must not change under the preload. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +28,28 @@
 #define N 1024 /* floats: 4 KiB */
 #define FP8 10 /* ncclFloat8e4m3 (nccl.h from 2.24) */
 
+/* Mode unpolled: the results as NCCL's numbers (nccl.h). */
+static int unpolled(void)
+{
+  ncclUniqueId id;
+  ncclComm_t comm = NULL;
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  cudaSetDevice(0);
+  if (ncclGetUniqueId(&id) != ncclSuccess)
+    return 1;
+  ncclResult_t init = ncclCommInitRankConfig(&comm, 1, id, 0, &config);
+  int n = -1;
+  ncclResult_t count = ncclCommCount(comm, &n);
+  ncclResult_t state = ncclInProgress;
+  while (state == ncclInProgress &&
+         ncclCommGetAsyncError(comm, &state) == ncclSuccess)
+    ;
+  printf("unpolled: init %d, count before a poll %d, then %d\n", (int)init,
+         (int)count, (int)state);
+  return ncclCommDestroy(comm) != ncclSuccess;
+}
+
 int main(int argc, char **argv)
 {
   const char *mode = argc > 1 ? argv[1] : "";
@@ -31,6 +57,8 @@ int main(int argc, char **argv)
     printf("stopped before NCCL\n");
     return 0;
   }
+  if (strcmp(mode, "unpolled") == 0)
+    return unpolled();
   int bad = 0;
   ncclUniqueId id;
   ncclComm_t comm;

@@ -3,8 +3,10 @@
  * ranks as threads (NTHREADS, default 2; GPU = rank mod the GPUs), each
  *   - makes its communicator non-blocking (ncclCommInitRankConfig with
  *     config.blocking = 0) and polls ncclCommGetAsyncError until it is
- *     ready, as PyTorch does,
- *   - splits it by rank parity (ncclCommSplit, non-blocking too),
+ *     ready, as PyTorch does, and again after every call that hands NCCL
+ *     work, before the next call on that communicator,
+ *   - splits it by rank parity (ncclCommSplit, non-blocking too), and
+ *     waits for the new communicator as NCCL makes it (split_ready),
  *   - runs an AllReduce of 1 MiB in windows on the parent, captures the
  *     same AllReduce into a CUDA graph and replays it 3 times, and runs an
  *     AllGather of 1 MiB a rank on the split communicator, buffers not in
@@ -43,6 +45,15 @@ static int ready(ncclComm_t comm)
   return state == ncclSuccess;
 }
 
+/* ncclCommSplit returns with *child NULL, and NCCL's own thread writes
+ * the new communicator there before a poll of the parent says ncclSuccess
+ * (NCCL 2.27.7 to 2.30.7, src/init.cc ncclCommInitChildComm): the parent
+ * is polled first, then the child. */
+static int split_ready(ncclComm_t parent, ncclComm_t *child)
+{
+  return ready(parent) && *child != NULL && ready(*child);
+}
+
 /* Keeps the first step that failed. */
 #define STEP(ok, what)                                                         \
   do {                                                                         \
@@ -57,13 +68,14 @@ static void *rank_main(void *arg)
   cudaSetDevice(rank % ngpus);
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
-  ncclComm_t world, half;
+  ncclComm_t world = NULL, half = NULL;
   ncclResult_t res = ncclCommInitRankConfig(&world, nranks, id, rank, &config);
   STEP(started(res) && ready(world), "ncclCommInitRankConfig");
   res = ncclCommSplit(world, rank % 2, rank, &half, &config);
-  STEP(started(res) && ready(half), "ncclCommSplit");
+  STEP(started(res) && split_ready(world, &half), "ncclCommSplit");
   int half_size = 0;
-  ncclCommCount(half, &half_size);
+  STEP(ncclCommCount(half, &half_size) == ncclSuccess && half_size > 0,
+       "ncclCommCount");
 
   cudaStream_t s;
   cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
@@ -73,22 +85,27 @@ static void *rank_main(void *arg)
   cudaMalloc((void **)&g, (size_t)half_size * COUNT * sizeof(float));
   cudaMemsetAsync(x, 0, COUNT * sizeof(float), s);
   ncclWindow_t wx = NULL, wy = NULL;
-  ncclCommWindowRegister(world, x, COUNT * sizeof(float), &wx, NCCL_WIN_COLL_SYMMETRIC);
-  STEP(ready(world), "ncclCommWindowRegister of x");
-  ncclCommWindowRegister(world, y, COUNT * sizeof(float), &wy, NCCL_WIN_COLL_SYMMETRIC);
-  STEP(ready(world), "ncclCommWindowRegister of y");
+  res = ncclCommWindowRegister(world, x, COUNT * sizeof(float), &wx,
+                               NCCL_WIN_COLL_SYMMETRIC);
+  STEP(started(res) && ready(world), "ncclCommWindowRegister of x");
+  res = ncclCommWindowRegister(world, y, COUNT * sizeof(float), &wy,
+                               NCCL_WIN_COLL_SYMMETRIC);
+  STEP(started(res) && ready(world), "ncclCommWindowRegister of y");
 
   STEP(started(ncclAllReduce(x, y, COUNT, ncclFloat, ncclSum, world, s)) && ready(world),
        "ncclAllReduce");
   cudaGraph_t graph;
   cudaGraphExec_t exec;
-  cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+  STEP(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) ==
+           cudaSuccess,
+       "cudaStreamBeginCapture");
   STEP(started(ncclAllReduce(x, y, COUNT, ncclFloat, ncclSum, world, s)) && ready(world),
        "ncclAllReduce being captured");
-  cudaStreamEndCapture(s, &graph);
-  cudaGraphInstantiate(&exec, graph, 0);
+  STEP(cudaStreamEndCapture(s, &graph) == cudaSuccess &&
+           cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess,
+       "cudaStreamEndCapture");
   for (int i = 0; i < 3; i++)
-    cudaGraphLaunch(exec, s);
+    STEP(cudaGraphLaunch(exec, s) == cudaSuccess, "cudaGraphLaunch");
   STEP(started(ncclAllGather(x, g, COUNT, ncclFloat, half, s)) && ready(half),
        "ncclAllGather");
   STEP(cudaStreamSynchronize(s) == cudaSuccess, "cudaStreamSynchronize");

@@ -14,27 +14,22 @@
 
 /* The handle is read once: here, or where NCCL writes it: inside a group,
  * at the group's end (records.c end_group); on a non-blocking
- * communicator still at work when the call returns (NCCL 2.30.7 returns
- * ncclSuccess with the handle NULL, and its own thread writes it: src/
- * dev_runtime.cc), when the program's poll of ncclCommGetAsyncError says
- * ncclSuccess (now_ready). Never later: the program's variable may be gone
- * by then. */
+ * communicator (NCCL 2.30.7 returns ncclSuccess with the handle NULL, and
+ * its own thread writes it: src/dev_runtime.cc), when the program's poll
+ * of ncclCommGetAsyncError says ncclSuccess (now_ready). Never later: the
+ * program's variable may be gone by then. */
 EXPORTED ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff,
                                              size_t size, ncclWindow_t *win,
                                              int flags)
 {
   NEXT(ncclCommWindowRegister);
   ncclResult_t res = next_fn(comm, buff, size, win, flags);
-  ncclResult_t state = ncclSuccess;
-  int later = res == ncclSuccess && group_depth == 0 && win != NULL &&
-              *win == NULL && real_async_error(comm, &state) == ncclSuccess &&
-              state == ncclInProgress;
   pthread_mutex_lock(&lock);
   comm_rec *c = find(comm);
   if (res == ncclSuccess && c != NULL && c->nwindows < MAX_WINDOWS && win) {
     window *w = &c->windows[c->nwindows++];
     *w = (window){.buf = buff, .size = size, .live = 1};
-    if (later)
+    if (group_depth == 0 && c->nonblocking)
       w->where = win, w->thread = 0; /* at the poll that says ready */
     else if (group_depth == 0)
       w->handle = *win, w->read = 1;

@@ -56,21 +56,42 @@ static void add_comm(ncclComm_t comm, int label, int rank, int nranks)
   comms = c;
 }
 
+/* NCCL's calls that this library does not wrap, found as the wrappers
+ * find theirs (loader.c): the dynamic linker would look for them in the
+ * global scope only, and end the program where NCCL is not there. */
+static ncclResult_t real_user_rank(ncclComm_t comm, int *rank)
+{
+  NEXT(ncclCommUserRank);
+  return next_fn(comm, rank);
+}
+
+static ncclResult_t real_count(ncclComm_t comm, int *count)
+{
+  NEXT(ncclCommCount);
+  return next_fn(comm, count);
+}
+
 /* Asks NCCL for c's rank and size once the communicator is ready: not
- * while an operation is in progress, inside a group for one (NCCL 2.30.7's
- * ncclCommUserRank then fails and warns, src/init.cc ncclCommEnsureReady);
- * ncclCommGetAsyncError says when (the lock held). */
-void settle(comm_rec *c)
+ * while an operation is in progress (NCCL 2.30.7's ncclCommUserRank then
+ * fails and warns, src/init.cc ncclCommEnsureReady). A look at its state
+ * (ncclCommGetAsyncError) says when; on a non-blocking communicator the
+ * library takes no look of its own (a look that says ncclSuccess joins
+ * NCCL's thread, src/init.cc, in the program's place), but waits for the
+ * program's poll (READY_SAID), or the end of the program (LOOK_ANY).
+ * Inside a group a communicator made there reads as ready, with 0 ranks:
+ * asked again later. The lock held. */
+void settle(comm_rec *c, enum look how)
 {
   ncclResult_t state = ncclInProgress;
-  if (c->rank >= 0 || real_async_error(c->comm, &state) != ncclSuccess)
+  if (c->rank >= 0 || (how == LOOK_IF_BLOCKING && c->nonblocking))
     return;
-  if (state != ncclSuccess)
-    return; /* inside a group, or a non-blocking init still running */
+  if (how != READY_SAID &&
+      (real_async_error(c->comm, &state) != ncclSuccess || state != ncclSuccess))
+    return; /* an operation in progress, or a failed communicator */
   int rank = -1, nranks = 0;
   asking_nccl = 1;
-  int known = ncclCommUserRank(c->comm, &rank) == ncclSuccess &&
-              ncclCommCount(c->comm, &nranks) == ncclSuccess;
+  int known = real_user_rank(c->comm, &rank) == ncclSuccess &&
+              real_count(c->comm, &nranks) == ncclSuccess;
   asking_nccl = 0;
   if (known && nranks > 0 && rank >= 0 && rank < nranks) {
     c->rank = rank;
@@ -87,9 +108,12 @@ ncclResult_t real_async_error(ncclComm_t comm, ncclResult_t *state)
 void now_ready(ncclComm_t comm)
 {
   pthread_mutex_lock(&lock);
+  splits_ready(comm);
   comm_rec *c = find(comm);
+  if (c == NULL)
+    c = adopt_split(comm);
   if (c != NULL) {
-    settle(c);
+    settle(c, READY_SAID);
     for (int i = 0; i < c->nwindows; i++) {
       window *w = &c->windows[i];
       if (w->live && !w->read && w->where != NULL && w->thread == 0) {
@@ -102,24 +126,41 @@ void now_ready(ncclComm_t comm)
   pthread_mutex_unlock(&lock);
 }
 
-void settle_all(void)
+void settle_all(enum look how)
 {
   for (comm_rec *c = comms; c; c = c->next)
     if (!c->done)
-      settle(c);
+      settle(c, how);
 }
 
-/* A communicator just made: its rank and size from NCCL, now or (inside a
- * group, or while a non-blocking init runs) later. */
-void note_comm(ncclComm_t comm, int label)
+comm_rec *note_comm_locked(ncclComm_t comm, int label, int nonblocking)
 {
-  pthread_mutex_lock(&lock);
   if (find(comm) == NULL)
     add_comm(comm, label, -1, 0);
   comm_rec *c = find(comm);
   if (c != NULL)
-    settle(c);
+    c->nonblocking |= nonblocking;
+  return c;
+}
+
+/* A communicator just made: its rank and size from NCCL, now or (inside a
+ * group, or while a non-blocking init runs) later. */
+void note_comm(ncclComm_t comm, int label, int nonblocking)
+{
+  pthread_mutex_lock(&lock);
+  comm_rec *c = note_comm_locked(comm, label, nonblocking);
+  if (c != NULL)
+    settle(c, LOOK_IF_BLOCKING);
   pthread_mutex_unlock(&lock);
+}
+
+int is_nonblocking(ncclComm_t comm)
+{
+  pthread_mutex_lock(&lock);
+  comm_rec *c = find(comm);
+  int nonblocking = c ? c->nonblocking : 0;
+  pthread_mutex_unlock(&lock);
+  return nonblocking;
 }
 
 /* The size of comm as far as known, else 0: no NCCL call. */
@@ -159,10 +200,14 @@ static const window *window_of(comm_rec *c, const void *p, size_t bytes,
   return NULL;
 }
 
-/* A communicator first met in a collective was made by a call this
- * library does not wrap: it is noted then, a communicator of its own. */
+/* A communicator first met in a collective: the result of a split that
+ * NCCL wrote after the call returned (splits.c), or one made by a call
+ * this library does not wrap, noted then, a communicator of its own. */
 static comm_rec *met(ncclComm_t comm)
 {
+  comm_rec *split = adopt_split(comm);
+  if (split != NULL)
+    return split;
   ncclUniqueId id;
   memset(&id, 0, sizeof id);
   memcpy(id.internal, "met:", 4);
@@ -184,8 +229,10 @@ void note_call(ncclComm_t comm, enum coll coll, const call *what,
   comm_rec *c = find(comm);
   if (c == NULL && comm != NULL)
     c = met(comm);
+  if (c != NULL && what->in_progress)
+    c->nonblocking = 1;
   if (c != NULL)
-    settle(c);
+    settle(c, LOOK_IF_BLOCKING);
   if (c != NULL && c->ncalls == MAX_CALLS)
     c->unrecorded++;
   else if (c != NULL) {
@@ -211,7 +258,7 @@ void end_group(uint64_t t1)
 {
   uint32_t me = engine_probe_thread();
   pthread_mutex_lock(&lock);
-  settle_all();
+  settle_all(LOOK_IF_BLOCKING);
   for (comm_rec *c = comms; c; c = c->next) {
     for (int i = 0; i < c->ncalls; i++)
       if (c->calls[i].in_group && c->calls[i].thread == me &&

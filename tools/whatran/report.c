@@ -278,7 +278,7 @@ static void write_json(const comm_rec *c, const char *ran, const char *wins)
 void report(void)
 {
   pthread_mutex_lock(&lock);
-  settle_all();
+  settle_all(LOOK_ANY); /* the program is done: a look changes nothing */
   replays_report();
   int n = 0;
   for (comm_rec *c = comms; c; c = c->next, n++)

@@ -29,6 +29,10 @@
  * stderr (or to WHATRAN_OUT, appended); WHATRAN_JSON appends one JSON
  * object per rank and communicator. It changes nothing the program sees:
  * every call is passed on with its arguments and its result returned.
+ * It finds NCCL wherever the process loaded it, a library opened with
+ * RTLD_LOCAL included (as Python opens PyTorch's), and never ends the
+ * program: a call that no library defines is said once and returns
+ * ncclSystemError (loader.c).
  * It links neither CUPTI nor the CUDA runtime (loader.c): without CUPTI,
  * or with CUPTI failing (or held by a profiler), its lines say "not
  * measured". A child process forked from a measured one reports its own
@@ -43,7 +47,7 @@
  * records.c, report.c, loader.c (whatran.h says what each keeps).
  */
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* dlsym(RTLD_NEXT), dl_iterate_phdr */
+#define _GNU_SOURCE /* dl_iterate_phdr */
 #endif
 #include <dlfcn.h>
 #include <link.h>
@@ -68,20 +72,6 @@ ncclResult_t ncclCommGrow(ncclComm_t comm, int nRanks,
                           const ncclUniqueId *uniqueId, int rank,
                           ncclComm_t *newcomm, ncclConfig_t *config);
 
-/* ------------------------------------------------------ the real calls */
-
-void *next_of(const char *name)
-{
-  void *f = dlsym(RTLD_NEXT, name);
-  if (f == NULL) {
-    fprintf(stderr, "libwhatran: %s is not defined after libwhatran.so"
-                    " (NCCL or the CUDA runtime is not loaded): %s\n",
-            name, dlerror());
-    abort();
-  }
-  return f;
-}
-
 uint64_t now(void) { return measuring == 1 ? engine_probe_now() : 0; }
 
 /* ---------------------------------------------- the library's own life */
@@ -100,17 +90,21 @@ static int nccl_library(struct dl_phdr_info *info, size_t size, void *found)
   return 0;
 }
 
-/* At exit, where no communicator was seen. NCCL loaded with the program
- * (a library it links) is reached through this library's wrappers: the
- * program made no communicator. NCCL opened later may be reached past
- * them, through dlsym on a handle of the program's own. */
+/* At exit, where no communicator was seen. A call to make one that came
+ * through (measuring started) did not succeed. Else NCCL loaded with the
+ * program (a library it links) is reached through this library's
+ * wrappers: the program made no communicator. NCCL opened later may be
+ * reached past them, through dlsym on a handle of the program's own. */
 static void nothing_seen(void)
 {
   int found = 0;
   if (comms != NULL || getpid() != owner)
     return;
   dl_iterate_phdr(nccl_library, &found);
-  if (found && nccl_at_load)
+  if (measuring != MEASURING_NOT_STARTED) /* a call to make one came through */
+    say("What ran (libwhatran): the program made no NCCL communicator: its"
+        " calls to make one did not succeed\n");
+  else if (found && nccl_at_load)
     say("What ran (libwhatran): the program made no NCCL communicator"
         " (it may have stopped before its first NCCL call)\n");
   else if (found)
@@ -162,23 +156,41 @@ void start_measuring(void)
  * what the program sees. */
 #define EXPORTED __attribute__((visibility("default")))
 
-/* A communicator made by `call` from `key` (the bytes that are the same
- * on every rank of it in this process: a unique id, a parent's label).
- * ncclInProgress: a non-blocking communicator, its rank known later. */
-static void made(ncclResult_t res, ncclComm_t *comm, const char *call,
-                 const void *key, size_t bytes)
+/* The bytes that name a communicator made by `call` from `key` (the same
+ * on every rank of it in this process: a unique id, a parent's label). */
+static ncclUniqueId made_id(const char *call, const void *key, size_t bytes)
 {
-  if ((res != ncclSuccess && res != ncclInProgress) || comm == NULL ||
-      *comm == NULL)
-    return;
   ncclUniqueId id;
   memset(&id, 0, sizeof id);
   int n = snprintf(id.internal, sizeof id.internal, "%s:", call);
   memcpy(id.internal + n, key, bytes < sizeof id - n ? bytes : sizeof id - n);
+  return id;
+}
+
+/* Whether NCCL makes a communicator with config non-blocking:
+ * config.blocking = 0, else `otherwise`, NCCL_COMM_BLOCKING=0 or 1 winning
+ * over both (NCCL 2.30.7 src/init.cc parseCommConfig, envConfigOverride). */
+static int nonblocking_by(const ncclConfig_t *config, int otherwise)
+{
+  const char *env = getenv("NCCL_COMM_BLOCKING");
+  if (env != NULL && (strcmp(env, "0") == 0 || strcmp(env, "1") == 0))
+    return *env == '0';
+  return config != NULL ? config->blocking == 0 : otherwise;
+}
+
+/* A communicator made by `call` from `key`, non-blocking or not (then
+ * ncclInProgress: its rank known once the program's poll says ready). */
+static void made(ncclResult_t res, ncclComm_t *comm, const char *call,
+                 const void *key, size_t bytes, int nonblocking)
+{
+  if ((res != ncclSuccess && res != ncclInProgress) || comm == NULL ||
+      *comm == NULL)
+    return;
+  ncclUniqueId id = made_id(call, key, bytes);
   pthread_mutex_lock(&lock);
   int label = label_of(&id);
   pthread_mutex_unlock(&lock);
-  note_comm(*comm, label);
+  note_comm(*comm, label, nonblocking || res == ncclInProgress);
 }
 
 /* A communicator's label in this process, 0 if it was never seen. */
@@ -197,7 +209,7 @@ EXPORTED ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks,
   NEXT(ncclCommInitRank);
   start_measuring();
   ncclResult_t res = next_fn(comm, nranks, id, rank);
-  made(res, comm, "id", &id, sizeof id);
+  made(res, comm, "id", &id, sizeof id, nonblocking_by(NULL, 0));
   return res;
 }
 
@@ -208,7 +220,7 @@ EXPORTED ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks,
   NEXT(ncclCommInitRankConfig);
   start_measuring();
   ncclResult_t res = next_fn(comm, nranks, id, rank, config);
-  made(res, comm, "id", &id, sizeof id);
+  made(res, comm, "id", &id, sizeof id, nonblocking_by(config, 0));
   return res;
 }
 
@@ -221,7 +233,7 @@ EXPORTED ncclResult_t ncclCommInitRankScalable(ncclComm_t *comm, int nranks,
   start_measuring();
   ncclResult_t res = next_fn(comm, nranks, rank, nId, ids, config);
   if (nId > 0 && ids != NULL)
-    made(res, comm, "id", &ids[0], sizeof ids[0]);
+    made(res, comm, "id", &ids[0], sizeof ids[0], nonblocking_by(config, 0));
   return res;
 }
 
@@ -237,7 +249,8 @@ EXPORTED ncclResult_t ncclCommInitAll(ncclComm_t *comms_out, int ndev,
   pthread_mutex_unlock(&lock);
   ncclResult_t res = next_fn(comms_out, ndev, devlist);
   for (int i = 0; i < ndev && comms_out != NULL; i++)
-    made(res, &comms_out[i], "all", &key, sizeof key);
+    made(res, &comms_out[i], "all", &key, sizeof key,
+         nonblocking_by(NULL, 0));
   return res;
 }
 
@@ -246,8 +259,16 @@ EXPORTED ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
 {
   NEXT(ncclCommSplit);
   int parent[2] = {label_now(comm), color};
+  int nonblocking = nonblocking_by(config, is_nonblocking(comm));
   ncclResult_t res = next_fn(comm, color, key, newcomm, config);
-  made(res, newcomm, "split", parent, sizeof parent);
+  /* A non-blocking parent: NULL now, NCCL's thread writes it later (NCCL
+   * 2.30.7 src/init.cc ncclCommInitChildComm). */
+  if (res == ncclSuccess && newcomm != NULL && *newcomm == NULL &&
+      color != NCCL_SPLIT_NOCOLOR) {
+    ncclUniqueId id = made_id("split", parent, sizeof parent);
+    split_later(comm, newcomm, &id, nonblocking);
+  } else
+    made(res, newcomm, "split", parent, sizeof parent, nonblocking);
   return res;
 }
 
@@ -258,7 +279,8 @@ EXPORTED ncclResult_t ncclCommShrink(ncclComm_t comm, int *exclude,
   NEXT(ncclCommShrink);
   int parent = label_now(comm);
   ncclResult_t res = next_fn(comm, exclude, nexclude, newcomm, config, flags);
-  made(res, newcomm, "shrink", &parent, sizeof parent);
+  made(res, newcomm, "shrink", &parent, sizeof parent,
+       nonblocking_by(config, is_nonblocking(comm)));
   return res;
 }
 
@@ -270,7 +292,8 @@ EXPORTED ncclResult_t ncclCommGrow(ncclComm_t comm, int nranks,
   start_measuring();
   ncclResult_t res = next_fn(comm, nranks, id, rank, newcomm, config);
   if (id != NULL)
-    made(res, newcomm, "id", id, sizeof *id);
+    made(res, newcomm, "id", id, sizeof *id,
+         nonblocking_by(config, is_nonblocking(comm)));
   return res;
 }
 
@@ -282,7 +305,7 @@ static void before_destroy(ncclComm_t comm)
   pthread_mutex_lock(&lock);
   comm_rec *c = find(comm);
   if (c != NULL)
-    settle(c);
+    settle(c, LOOK_IF_BLOCKING);
   pthread_mutex_unlock(&lock);
 }
 

@@ -1,9 +1,10 @@
 /* libwhatran.so's parts (tools/whatran): the records of communicators,
  * windows and calls (records.c), their classification and the report at
  * exit (report.c), the wrapped NCCL calls (whatran.c, whose header says
- * what the library does, and collectives.c), and CUPTI and the CUDA
- * runtime found at run time (loader.c). Everything here is hidden from the program
- * the library is preloaded into: only the wrappers are its interface. */
+ * what the library does, and collectives.c), and NCCL, CUPTI and the CUDA
+ * runtime found at run time wherever the process loaded them (loader.c).
+ * Everything here is hidden from the program the library is preloaded
+ * into: only the wrappers are its interface. */
 #ifndef WHATRAN_H
 #define WHATRAN_H
 
@@ -62,6 +63,8 @@ typedef struct comm_rec {
   ncclComm_t comm;
   int label;             /* communicator N, as this process numbers them */
   int rank, nranks;      /* -1 and 0 until NCCL said them */
+  int nonblocking;       /* NCCL's thread does its work: the library never
+                            asks its state, and waits for the program's poll */
   int done;              /* destroyed: classified, and its handle reusable */
   window windows[MAX_WINDOWS];
   int nwindows;
@@ -81,33 +84,62 @@ extern int measuring;            /* MEASURING_NOT_STARTED, then as above */
 extern _Thread_local int group_depth; /* inside ncclGroupStart .. End */
 extern _Thread_local int asking_nccl; /* settle's calls of NCCL run */
 
-/* whatran.c */
-/* The next definition of `name` after this library (NCCL's); aborts,
- * naming it, where there is none. */
+/* loader.c */
+/* The definition of `name` in an object this process loaded, other than
+ * this library and the program, wherever it was loaded: in the global
+ * scope or inside a library opened with RTLD_LOCAL, as Python opens
+ * PyTorch's libtorch_cuda.so and, with it, libnccl.so.2 (no dlsym on a
+ * global handle sees it there). NULL if none. */
+void *find_loaded(const char *name);
+/* NCCL's definition of `name`: the next one after this library
+ * (dlsym(RTLD_NEXT)), else find_loaded's. NULL if none. */
 void *next_of(const char *name);
-/* `next_fn`: the real call, resolved once (an atomic pointer: threads may
- * resolve it at once, and get the same value). */
+/* A wrapped call that no loaded library defines (NCCL not loaded, or older
+ * than the call): says so on stderr, once per call name (*said), and
+ * returns ncclSystemError. It never ends the program. */
+ncclResult_t no_nccl(const char *name, int *said);
+/* `next_fn`: the real call, resolved at its first use that finds it (an
+ * atomic pointer: threads may resolve it at once, and get the same
+ * value); where none is found, the wrapper returns no_nccl's result. */
 #define NEXT(name)                                                             \
   static __typeof__(name) *next_##name;                                        \
+  static int unfound_##name;                                                   \
   __typeof__(name) *next_fn = __atomic_load_n(&next_##name, __ATOMIC_ACQUIRE); \
   if (next_fn == NULL) {                                                       \
     next_fn = (__typeof__(name) *)next_of(#name);                              \
+    if (next_fn == NULL)                                                       \
+      return no_nccl(#name, &unfound_##name);                                  \
     __atomic_store_n(&next_##name, next_fn, __ATOMIC_RELEASE);                 \
   }
+
+/* whatran.c */
 uint64_t now(void);          /* CUPTI's clock while measuring, else 0 */
 void start_measuring(void);  /* once, at the first communicator */
 
 /* records.c (the lock held unless said) */
 comm_rec *find(ncclComm_t comm);
 int label_of(const ncclUniqueId *id);
-void settle(comm_rec *c);     /* asks NCCL c's rank, once it is ready */
+/* How settle may learn that a communicator is ready: by a look of its own
+ * (ncclCommGetAsyncError), on a blocking one only (on a non-blocking one
+ * a look joins NCCL's thread in the program's place); by any look (at
+ * exit); or the program's poll just said so. */
+enum look { LOOK_IF_BLOCKING, LOOK_ANY, READY_SAID };
+void settle(comm_rec *c, enum look how); /* asks NCCL c's rank once ready */
 /* NCCL's ncclCommGetAsyncError (not this library's wrapper of it). */
 ncclResult_t real_async_error(ncclComm_t comm, ncclResult_t *state);
 /* The program's poll said comm is ready: its rank, and the handles NCCL
  * wrote since. Takes the lock. */
 void now_ready(ncclComm_t comm);
-void settle_all(void);
-void note_comm(ncclComm_t comm, int label);       /* takes the lock */
+void settle_all(enum look how);
+void note_comm(ncclComm_t comm, int label, int nonblocking); /* takes the lock */
+int is_nonblocking(ncclComm_t comm);              /* takes the lock */
+comm_rec *note_comm_locked(ncclComm_t comm, int label, int nonblocking);
+/* A split whose new communicator NCCL writes into *where later (a
+ * non-blocking parent): noted, under `id`, when the program's poll says
+ * the parent is ready, or when the calling thread first uses it. Takes
+ * the lock. */
+void split_later(ncclComm_t parent, ncclComm_t *where, const ncclUniqueId *id,
+                 int nonblocking);
 int size_of(ncclComm_t comm);                     /* takes the lock */
 int rank_of(ncclComm_t comm);                     /* takes the lock */
 /* A collective on comm: `what` holds its sizes and in_place; a
@@ -118,6 +150,14 @@ void note_call(ncclComm_t comm, enum coll coll, const call *what,
 void end_group(uint64_t t1);                      /* takes the lock */
 /* A line of the report: stderr, or appended to WHATRAN_OUT. */
 void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* splits.c (the lock held) */
+/* The program's poll said `parent` is ready: the splits of it that NCCL
+ * owed are written now (or never: NCCL_SPLIT_NOCOLOR, a failure). */
+void splits_ready(ncclComm_t parent);
+/* comm, not known yet, as the result of a split of this thread's: noted
+ * under the split's label, else NULL. */
+comm_rec *adopt_split(ncclComm_t comm);
 
 /* report.c */
 void classify(comm_rec *c);

@@ -25,7 +25,7 @@
 #include "bench.h"
 #include "instrument_options.h"
 
-#define MAX_MODES       3
+#define MAX_MODES       (DEVICE_KERNEL_MAX_VARIANTS + 2)
 #define MAX_COMMS       2
 #define ATTRIBUTION_OPS 3 /* operations watched by CUPTI, apart from timing */
 
@@ -37,8 +37,8 @@ typedef struct mode_spec {
   const char *name;
   int comm;    /* index into bench_coll.comms */
   int windows; /* register both buffers as symmetric windows */
-  int kernel;  /* run the lesson's own kernel (example_desc.kernel) on
-                  the windows, not NCCL's collective */
+  int kernel;  /* 0: NCCL's collective; k > 0: the lesson's own kernel
+                  (example_desc.kernel), variant k - 1, on the windows */
   const char *text; /* what it is, for the header */
 } mode_spec;
 
@@ -78,6 +78,8 @@ typedef struct mode {
   ncclComm_t comm;
   void *send, *recv;
   ncclWindow_t send_win, recv_win;
+  int borrowed; /* the buffers and windows are an earlier kernel mode's:
+                   the variants of one kernel share them */
   double register_ms; /* both registrations, slowest rank */
   double max_us;      /* time per operation at the largest size */
   double peak_algbw, peak_busbw;
@@ -197,13 +199,18 @@ result measure(bench *b, const mode *m, size_t count);
  * launch. */
 void attribute(bench *b, const mode *m, size_t count, result *res);
 
-/* One collective of `count` elements per rank in mode m, as a bench_op. */
+/* One collective of `count` elements per rank in mode m, as a bench_op.
+ * With --cold, operation k (queued counts them) works on part k mod P of
+ * the buffers, P parts of the operation's size fitting in them. */
 typedef struct coll_op {
   const bench *b;
   const mode *m;
   size_t count;
+  size_t queued;
 } coll_op;
 void collective_op(void *arg);
+/* The part of the buffers operation k of `count` elements works on. */
+size_t part_of(const bench *b, size_t count, size_t k);
 
 /* ---------------------------------------------------------- report.c */
 

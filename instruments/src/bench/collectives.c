@@ -2,6 +2,8 @@
  * them is in this table, so no other file asks which one it is. */
 #include "bench_impl.h"
 
+#include <pthread.h>
+
 #include "checks.h"
 #include "verify.h"
 
@@ -132,11 +134,37 @@ static const bench_coll allgather = {
 };
 #endif
 
+/* A kernel of several variants (04_allreduce_fast): one mode each, then
+ * NCCL's AllReduce on windows and without. Filled once, by the first rank
+ * to ask, before any other rank of the process reads it. */
+static bench_coll allreduce_variants;
+static pthread_once_t variants_once = PTHREAD_ONCE_INIT;
+static const device_kernel *variants_kernel;
+
+static void fill_variants(void)
+{
+  const device_kernel *k = variants_kernel;
+  allreduce_variants = allreduce_kernel;
+  int n = 0;
+  for (int v = 0; v < k->nvariants; v++)
+    allreduce_variants.modes[n++] =
+        (mode_spec){k->names[v], 0, 1, v + 1, k->texts[v]};
+  allreduce_variants.modes[n++] = allreduce_kernel.modes[1]; /* sym */
+  allreduce_variants.modes[n++] = allreduce_kernel.modes[2]; /* plain */
+  allreduce_variants.nmodes = n;
+}
+
 const bench_coll *bench_coll_of(const example_desc *example)
 {
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0)
   if (example->collective == COLLECTIVE_ALLGATHER)
     return &allgather;
 #endif
-  return example->kernel ? &allreduce_kernel : &allreduce;
+  if (example->kernel == NULL)
+    return &allreduce;
+  if (example->kernel->nvariants == 0)
+    return &allreduce_kernel;
+  variants_kernel = example->kernel;
+  pthread_once(&variants_once, fill_variants);
+  return &allreduce_variants;
 }

@@ -11,24 +11,37 @@
 #include "engine.h"
 #include "what_ran.h"
 
-void collective_op(void *arg)
+size_t part_of(const bench *b, size_t count, size_t k)
 {
-  const coll_op *op = arg;
-  const bench *b = op->b;
-  if (op->m->spec->kernel)
-    b->ctx->example->kernel->run(b->kernel_state, op->m->send_win,
-                                 op->m->recv_win, op->count, b->stream);
-  else
-    b->coll->run(op->m->send, op->m->recv, op->count, op->m->comm, b->stream);
+  return b->opts->cold ? k % (b->max_count / count) : 0;
 }
 
-/* 1 if any element of this rank's result is wrong. */
-static int result_is_wrong(bench *b, const mode *m, size_t count)
+void collective_op(void *arg)
+{
+  coll_op *op = arg;
+  const bench *b = op->b;
+  const size_t part = part_of(b, op->count, op->queued++);
+  const size_t send_off = part * op->count * sizeof(float);
+  const size_t recv_off =
+      part * b->coll->result_count(op->count, b->ctx->nranks) * sizeof(float);
+  if (op->m->spec->kernel)
+    b->ctx->example->kernel->run(b->kernel_state, op->m->spec->kernel - 1,
+                                 op->m->send_win, send_off, op->m->recv_win,
+                                 recv_off, op->count, b->stream);
+  else
+    b->coll->run((const char *)op->m->send + send_off,
+                 (char *)op->m->recv + recv_off, op->count, op->m->comm,
+                 b->stream);
+}
+
+/* 1 if any element of this rank's result, in part `part` of the receive
+ * buffer, is wrong. */
+static int result_is_wrong(bench *b, const mode *m, size_t count, size_t part)
 {
   int n = b->ctx->nranks;
   size_t total = b->coll->result_count(count, n);
-  CUDACHECK(cudaMemcpy(b->host, m->recv, total * sizeof(float),
-                       cudaMemcpyDeviceToHost));
+  CUDACHECK(cudaMemcpy(b->host, (const float *)m->recv + part * total,
+                       total * sizeof(float), cudaMemcpyDeviceToHost));
   return b->coll->count_wrong(b->host, count, n) > 0;
 }
 
@@ -70,7 +83,7 @@ void attribute(bench *b, const mode *m, size_t count, result *res)
   engine_work work = {0};
   int started = b->engine_known && engine_probe_start(), measured = 0;
   uint64_t t0 = started ? engine_probe_now() : 0;
-  coll_op op = {b, m, count};
+  coll_op op = {b, m, count, 0};
   for (int i = 0; i < ATTRIBUTION_OPS; i++)
     collective_op(&op);
   CUDACHECK(cudaStreamSynchronize(b->stream));
@@ -125,7 +138,7 @@ typedef struct graph {
 static graph capture(bench *b, const mode *m, size_t count, int n)
 {
   graph g = {.n = n};
-  coll_op op = {b, m, count};
+  coll_op op = {b, m, count, 0};
   CUDACHECK(cudaStreamBeginCapture(b->stream, cudaStreamCaptureModeThreadLocal));
   for (int i = 0; i < n; i++)
     collective_op(&op);
@@ -144,10 +157,12 @@ static void release(graph *g)
 }
 
 /* Collective: sets every element of this rank's result to all ones (NaN),
- * so that a result the collective did not write fails the check. */
+ * so that a result the collective did not write fails the check; with
+ * --cold, the whole receive buffer, every part an operation may write. */
 static void poison_result(bench *b, const mode *m, size_t count)
 {
-  size_t total = b->coll->result_count(count, b->ctx->nranks);
+  size_t total = b->coll->result_count(b->opts->cold ? b->max_count : count,
+                                       b->ctx->nranks);
   CUDACHECK(cudaMemsetAsync(m->recv, 0xff, total * sizeof(float), b->stream));
 }
 
@@ -158,11 +173,12 @@ static void poison_result(bench *b, const mode *m, size_t count)
  * operations (at most two graphs: the loops' counts differ by one at most),
  * each graph replayed once untimed first. Either way one untimed operation
  * is queued before each loop's start event. */
-static void time_loops(bench *b, const mode *m, size_t count, int replay,
-                       double *us)
+static size_t time_loops(bench *b, const mode *m, size_t count, int replay,
+                         double *us)
 {
   const int nloops = b->opts->repeat, iters = b->opts->iters;
-  coll_op op = {b, m, count};
+  coll_op op = {b, m, count, 0};
+  size_t last = 0; /* the part the checked operation writes */
   graph graphs[2] = {{0}, {0}}; /* iters / nloops + 1, iters / nloops */
   for (int k = 0; k < nloops; k++) {
     int n = iters / nloops + (k < iters % nloops);
@@ -187,11 +203,13 @@ static void time_loops(bench *b, const mode *m, size_t count, int replay,
       CUDACHECK(cudaEventRecord(b->start, b->stream));
       CUDACHECK(cudaGraphLaunch(g->exec, b->stream));
       CUDACHECK(cudaEventRecord(b->stop, b->stream));
+      last = part_of(b, count, (size_t)g->n - 1); /* the graph's own last */
     }
     us[k] = slowest(b->ctx, time_per_op_us(b->start, b->stop, n));
   }
   release(&graphs[0]);
   release(&graphs[1]);
+  return replay ? last : part_of(b, count, op.queued - 1);
 }
 
 result measure(bench *b, const mode *m, size_t count)
@@ -201,15 +219,15 @@ result measure(bench *b, const mode *m, size_t count)
   result res = {0};
   double *us = host_calloc((size_t)nloops, sizeof *us);
   poison_result(b, m, count);
-  time_loops(b, m, count, 0, us);
+  size_t part = time_loops(b, m, count, 0, us);
   res.eager = loops_of(us, nloops);
-  res.wrong = all_ranks_max(ctx, result_is_wrong(b, m, count));
+  res.wrong = all_ranks_max(ctx, result_is_wrong(b, m, count, part));
 
   res.graph = LOOPS_NOT_TIMED;
   if (b->opts->graph) {
-    time_loops(b, m, count, 1, us); /* poisons before its last replay */
+    part = time_loops(b, m, count, 1, us); /* poisons before its last replay */
     res.graph = loops_of(us, nloops);
-    res.wrong_graph = all_ranks_max(ctx, result_is_wrong(b, m, count));
+    res.wrong_graph = all_ranks_max(ctx, result_is_wrong(b, m, count, part));
     /* No CUPTI attribution of a replay: on one H200 (NCCL 2.30.7, CUDA
      * 13.0, driver 580.159.04) a graph replayed while CUPTI traced
      * activity failed with "unspecified launch failure", where the same

@@ -28,11 +28,29 @@ static ncclComm_t init_comm(const rank_ctx *ctx, int cta_policy, double *ms)
   return comm;
 }
 
+/* The first mode set up that runs the lesson's kernel, or NULL. */
+static mode *first_kernel_mode(bench *b)
+{
+  for (int i = 0; i < b->nmodes; i++)
+    if (b->modes[i].spec->kernel)
+      return &b->modes[i];
+  return NULL;
+}
+
 /* Collective: a mode's buffers, filled with the rank's number, and its
- * windows if it has them. */
+ * windows if it has them. The variants of the lesson's kernel share the
+ * first one's: each result is poisoned before it is measured (measure.c),
+ * and one pair per variant would not fit a GPU at 1 GiB with 4 ranks. */
 static void add_mode(bench *b, const mode_spec *spec)
 {
+  mode *shared = spec->kernel ? first_kernel_mode(b) : NULL;
   mode *m = &b->modes[b->nmodes++];
+  if (shared != NULL) {
+    *m = *shared;
+    m->spec = spec;
+    m->borrowed = 1;
+    return;
+  }
   size_t send_bytes = b->max_count * sizeof(float);
   size_t recv_bytes =
       b->coll->result_count(b->max_count, b->ctx->nranks) * sizeof(float);
@@ -66,21 +84,24 @@ void modes_setup(bench *b)
   for (int i = 0; i < b->coll->ncomms; i++)
     b->comms[i] =
         init_comm(b->ctx, b->coll->comms[i].cta_policy, &b->init_ms[i]);
+  int kernel_usable = -1; /* asked once, for the first kernel mode */
   for (int i = 0; i < b->coll->nmodes; i++) {
     const mode_spec *spec = &b->coll->modes[i];
     const device_kernel *k = b->ctx->example->kernel;
-    /* The lesson's kernel where the lesson would run it: else its mode is
-     * left out (each rank said why), and the others are measured. */
-    if (spec->kernel && k->usable != NULL &&
-        !k->usable(b->ctx, b->comms[spec->comm])) {
+    /* The lesson's kernel where the lesson would run it: else its modes
+     * are left out (each rank said why), and the others are measured. */
+    if (spec->kernel && kernel_usable < 0)
+      kernel_usable =
+          k->usable == NULL || k->usable(b->ctx, b->comms[spec->comm]);
+    if (spec->kernel && !kernel_usable) {
       print_root(b->ctx, "# --bench: mode %s left out: the lesson's kernel"
                          " cannot run on this communicator (said above)\n",
                  spec->name);
       continue;
     }
     add_mode(b, spec);
-    if (spec->kernel)
-      b->kernel_state = k->setup(b->modes[b->nmodes - 1].comm);
+    if (spec->kernel && b->kernel_state == NULL)
+      b->kernel_state = k->setup(b->ctx, b->modes[b->nmodes - 1].comm);
   }
 }
 
@@ -88,6 +109,8 @@ void modes_teardown(bench *b)
 {
   for (int i = 0; i < b->nmodes; i++) {
     mode *m = &b->modes[i];
+    if (m->borrowed)
+      continue;
     if (m->spec->kernel)
       b->ctx->example->kernel->teardown(m->comm, b->kernel_state);
     if (m->spec->windows) {

@@ -97,7 +97,7 @@ void measure_overlap(bench *b, size_t bytes, size_t count)
     double gemm_alone = time_per_op_us(g.start, g.stop, gemms) * gemms / 1e3;
 
     all_ranks_max(ctx, 0); /* start together */
-    coll_op op = {b, m, count};
+    coll_op op = {b, m, count, 0};
     time_ops(g.stream, g.start, g.stop, 0, gemms, gemm_op, &g);
     time_ops(b->stream, b->start, b->stop, 0, iters, collective_op, &op);
     double coll_with = time_per_op_us(b->start, b->stop, iters);

@@ -266,6 +266,14 @@ void report_header(bench *b)
              " roof's copy) fit in the %zu MiB L2 cache: times there are the"
              " cache's, not memory's\n",
              b->l2_bytes >> 20);
+  print_root(ctx,
+             b->opts->cold
+                 ? "# cache: cold (--cold): operation k of a size works on"
+                   " part k mod P of the buffers (P parts of its size fit in"
+                   " -e's), as nccl-tests does\n"
+                 : "# cache: warm: every operation of a size works on the"
+                   " same part of the buffers (--cold moves it, as"
+                   " nccl-tests does)\n");
   print_table_line(b, NULL);
   if (b->csv)
     report_csv_line(b, NULL);
@@ -279,8 +287,12 @@ void report_size(bench *b, size_t bytes, size_t count, double roof_us,
   /* Bytes the size touches on the GPU: each of its ranks' send and
    * receive buffers; the roof's copy, a source and a destination. */
   const size_t send = count * sizeof(float);
-  const int in_l2 = (size_t)b->ranks_per_gpu * (send + bytes) <= b->l2_bytes ||
-                    2 * bytes <= b->l2_bytes;
+  /* With --cold, what the operations of a size cycle through: the
+   * buffers' whole length. */
+  const size_t parts = b->opts->cold ? b->max_count / count : 1;
+  const int in_l2 =
+      (size_t)b->ranks_per_gpu * parts * (send + bytes) <= b->l2_bytes ||
+      2 * bytes <= b->l2_bytes;
   const result *base = &res[b->nmodes - 1];
   for (int i = 0; i < b->nmodes; i++) {
     double algbw = bytes / res[i].eager.us / 1e3;

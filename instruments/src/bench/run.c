@@ -101,7 +101,7 @@ static void print_summary(const bench *b)
     print_root(ctx, "%s %s %.1f ms", i ? "," : "", b->coll->comms[i].label,
                b->init_ms[i]);
   for (int i = 0; i < b->nmodes; i++)
-    if (b->modes[i].spec->windows)
+    if (b->modes[i].spec->windows && !b->modes[i].borrowed)
       print_root(ctx, "; %s window registration (send + recv) %.1f ms",
                  b->modes[i].spec->name, b->modes[i].register_ms);
   print_root(ctx, "\n");

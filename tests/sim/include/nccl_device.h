@@ -91,6 +91,14 @@ inline ncclTeam ncclTeamOuterFactor(ncclTeam parent, int inner)
                   parent.stride * inner};
 }
 
+/* Where a barrier call was made, for the CTA barriers inside it: a CTA's
+ * threads must meet at the same one (tests/sim/sites.c). */
+struct ncclsim_site_guard {
+  explicit ncclsim_site_guard(const void *pc) { ncclsim_site_enter(pc); }
+  ~ncclsim_site_guard() { ncclsim_site_leave(); }
+};
+#define NCCLSIM_SITE ncclsim_site_guard ncclsim_site_(__builtin_return_address(0))
+
 /* Cooperative groups: threads acting together. */
 template <int N> struct ncclCoopTile {
   static_assert(N == 1 || N == 32, "not simulated here: ncclCoopTile of part"
@@ -110,7 +118,11 @@ struct ncclCoopCta {
   int thread_rank() const { return (int)threadIdx.x; }
   int size() const { return (int)blockDim.x; }
   int num_threads() const { return (int)blockDim.x; }
-  void sync() const { ncclsim_cta_sync(); }
+  void sync() const
+  {
+    NCCLSIM_SITE;
+    ncclsim_cta_sync();
+  }
 };
 
 /* An LSA barrier session of a CTA (one barrier per CTA: index blockIdx.x)
@@ -139,17 +151,27 @@ template <typename Coop> struct ncclLsaBarrierSession {
                               index, multimem, comm.lsaMultimem)
   {
   }
-  ~ncclLsaBarrierSession() { ncclsim_lsa_session_close(&s_); }
+  ~ncclLsaBarrierSession()
+  {
+    NCCLSIM_SITE;
+    ncclsim_lsa_session_close(&s_);
+  }
   ncclLsaBarrierSession(const ncclLsaBarrierSession &) = delete;
   ncclLsaBarrierSession &operator=(const ncclLsaBarrierSession &) = delete;
 
   void arrive(Coop, cuda::memory_order order)
   {
+    NCCLSIM_SITE;
     ncclsim_lsa_arrive(&s_, (int)order);
   }
-  void wait(Coop, cuda::memory_order order) { ncclsim_lsa_wait(&s_, (int)order); }
+  void wait(Coop, cuda::memory_order order)
+  {
+    NCCLSIM_SITE;
+    ncclsim_lsa_wait(&s_, (int)order);
+  }
   void sync(Coop coop, cuda::memory_order order)
   {
+    NCCLSIM_SITE;
     arrive(coop, order);
     wait(coop, order);
   }

@@ -21,11 +21,11 @@
 #define gridDim (ncclsim_grid_dim())
 #define warpSize 32
 #define __syncthreads() ncclsim_cta_sync()
-/* A fence orders nothing between ranks here: only LSA barriers do
- * (tests/README.md: the memory model). */
-#define __threadfence() ncclsim_fence()
-#define __threadfence_block() ncclsim_fence()
-#define __threadfence_system() ncclsim_fence()
+/* Fences by scope: only a system one orders anything between GPUs
+ * (tests/sim/fences.c says what the simulation makes of each). */
+#define __threadfence() ncclsim_fence(NCCLSIM_SCOPE_DEVICE)
+#define __threadfence_block() ncclsim_fence(NCCLSIM_SCOPE_BLOCK)
+#define __threadfence_system() ncclsim_fence(NCCLSIM_SCOPE_SYSTEM)
 
 inline void __syncwarp(unsigned mask = 0xffffffffu) { ncclsim_warp_sync(mask); }
 inline unsigned __activemask() { return 0xffffffffu; }
@@ -77,9 +77,21 @@ template <typename T> T __shfl_xor_sync(unsigned mask, T v, int m, int width = 3
 }
 
 /* Atomics: the compiler's atomic built-ins (the simulated build calls
- * tests/sim/tsan_hooks.c for each, which checks it as an atomic access). */
-template <typename T> T atomicAdd(T *p, T v)
+ * tests/sim/tsan_hooks.c for each, which checks it as an atomic access of
+ * the calling thread's atomic scope: device for atomicAdd and the rest,
+ * system for their _system variants, the CTA for _block ones). The
+ * operand's type is the pointer's, as CUDA's overloads convert it. */
+struct ncclsim_atomic {
+  ncclsim_atomic(int scope, const void *pc) { ncclsim_atomic_enter(scope, pc); }
+  ~ncclsim_atomic() { ncclsim_atomic_leave(); }
+};
+#define NCCLSIM_ATOMIC(scope)                                                  \
+  ncclsim_atomic ncclsim_atomic_(scope, __builtin_return_address(0))
+template <typename T> struct ncclsim_same { using type = T; };
+template <typename T> using ncclsim_as = typename ncclsim_same<T>::type;
+template <typename T> T atomicAdd(T *p, ncclsim_as<T> v)
 {
+  NCCLSIM_ATOMIC(NCCLSIM_SCOPE_DEVICE);
   if constexpr (std::is_integral<T>::value) {
     return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
   } else {
@@ -99,33 +111,91 @@ template <typename T> T atomicAdd(T *p, T v)
     return was;
   }
 }
-template <typename T> T atomicSub(T *p, T v) { return __atomic_fetch_sub(p, v, __ATOMIC_RELAXED); }
-template <typename T> T atomicExch(T *p, T v) { return __atomic_exchange_n(p, v, __ATOMIC_RELAXED); }
-template <typename T> T atomicAnd(T *p, T v) { return __atomic_fetch_and(p, v, __ATOMIC_RELAXED); }
-template <typename T> T atomicOr(T *p, T v) { return __atomic_fetch_or(p, v, __ATOMIC_RELAXED); }
-template <typename T> T atomicXor(T *p, T v) { return __atomic_fetch_xor(p, v, __ATOMIC_RELAXED); }
-template <typename T> T atomicCAS(T *p, T expected, T desired)
+template <typename T> T atomicSub(T *p, ncclsim_as<T> v)
 {
+  NCCLSIM_ATOMIC(NCCLSIM_SCOPE_DEVICE);
+  return __atomic_fetch_sub(p, v, __ATOMIC_RELAXED);
+}
+template <typename T> T atomicExch(T *p, ncclsim_as<T> v)
+{
+  NCCLSIM_ATOMIC(NCCLSIM_SCOPE_DEVICE);
+  return __atomic_exchange_n(p, v, __ATOMIC_RELAXED);
+}
+template <typename T> T atomicAnd(T *p, ncclsim_as<T> v)
+{
+  NCCLSIM_ATOMIC(NCCLSIM_SCOPE_DEVICE);
+  return __atomic_fetch_and(p, v, __ATOMIC_RELAXED);
+}
+template <typename T> T atomicOr(T *p, ncclsim_as<T> v)
+{
+  NCCLSIM_ATOMIC(NCCLSIM_SCOPE_DEVICE);
+  return __atomic_fetch_or(p, v, __ATOMIC_RELAXED);
+}
+template <typename T> T atomicXor(T *p, ncclsim_as<T> v)
+{
+  NCCLSIM_ATOMIC(NCCLSIM_SCOPE_DEVICE);
+  return __atomic_fetch_xor(p, v, __ATOMIC_RELAXED);
+}
+template <typename T> T atomicCAS(T *p, ncclsim_as<T> expected, ncclsim_as<T> desired)
+{
+  NCCLSIM_ATOMIC(NCCLSIM_SCOPE_DEVICE);
   __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_RELAXED,
                               __ATOMIC_RELAXED);
   return expected;
 }
-template <typename T> T atomicMax(T *p, T v)
+/* The operations CUDA defines by a rule on the old value (max, min, and
+ * the wrapping increment and decrement of unsigned int). */
+template <typename T, typename F> T ncclsim_atomic_rule(T *p, F rule)
 {
   T old = __atomic_load_n(p, __ATOMIC_RELAXED);
-  while (old < v && !__atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_RELAXED,
-                                                 __ATOMIC_RELAXED)) {
+  while (!__atomic_compare_exchange_n(p, &old, rule(old), false,
+                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
   }
   return old;
 }
-template <typename T> T atomicMin(T *p, T v)
+template <typename T> T atomicMax(T *p, ncclsim_as<T> v)
 {
-  T old = __atomic_load_n(p, __ATOMIC_RELAXED);
-  while (old > v && !__atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_RELAXED,
-                                                 __ATOMIC_RELAXED)) {
-  }
-  return old;
+  NCCLSIM_ATOMIC(NCCLSIM_SCOPE_DEVICE);
+  return ncclsim_atomic_rule(p, [v](T old) { return old < v ? v : old; });
 }
+template <typename T> T atomicMin(T *p, ncclsim_as<T> v)
+{
+  NCCLSIM_ATOMIC(NCCLSIM_SCOPE_DEVICE);
+  return ncclsim_atomic_rule(p, [v](T old) { return old > v ? v : old; });
+}
+inline unsigned atomicInc(unsigned *p, unsigned v)
+{
+  NCCLSIM_ATOMIC(NCCLSIM_SCOPE_DEVICE);
+  return ncclsim_atomic_rule(p, [v](unsigned old) { return old >= v ? 0u : old + 1; });
+}
+inline unsigned atomicDec(unsigned *p, unsigned v)
+{
+  NCCLSIM_ATOMIC(NCCLSIM_SCOPE_DEVICE);
+  return ncclsim_atomic_rule(p, [v](unsigned old) { return old == 0 || old > v ? v : old - 1; });
+}
+/* The _system and _block variants: the same operation, of that scope. */
+#define NCCLSIM_SCOPED(name)                                                   \
+  template <typename T, typename... A> T name##_system(T *p, A... a)          \
+  {                                                                            \
+    NCCLSIM_ATOMIC(NCCLSIM_SCOPE_SYSTEM);                                      \
+    return name(p, a...);                                                      \
+  }                                                                            \
+  template <typename T, typename... A> T name##_block(T *p, A... a)           \
+  {                                                                            \
+    NCCLSIM_ATOMIC(NCCLSIM_SCOPE_BLOCK);                                       \
+    return name(p, a...);                                                      \
+  }
+NCCLSIM_SCOPED(atomicAdd)
+NCCLSIM_SCOPED(atomicSub)
+NCCLSIM_SCOPED(atomicExch)
+NCCLSIM_SCOPED(atomicAnd)
+NCCLSIM_SCOPED(atomicOr)
+NCCLSIM_SCOPED(atomicXor)
+NCCLSIM_SCOPED(atomicCAS)
+NCCLSIM_SCOPED(atomicMax)
+NCCLSIM_SCOPED(atomicMin)
+NCCLSIM_SCOPED(atomicInc)
+NCCLSIM_SCOPED(atomicDec)
 
 /* __shared__ (compile_cu.sh rewrites declarations to these). */
 template <typename T> T &ncclsim_shared(unsigned id)

@@ -109,10 +109,24 @@ uint3 ncclsim_thread_idx(void);
 uint3 ncclsim_block_idx(void);
 dim3 ncclsim_block_dim(void);
 dim3 ncclsim_grid_dim(void);
-/* __syncthreads: every thread of the CTA. */
+/* __syncthreads: every thread of the CTA, at the same barrier: the one
+ * called from where this was called, or, inside a call that said where
+ * it was made (ncclsim_site_enter ... leave, nested: the outermost), from
+ * there (tests/sim/sites.c). */
 void ncclsim_cta_sync(void);
-/* __threadfence*: orders nothing between ranks in the simulation. */
-void ncclsim_fence(void);
+void ncclsim_site_enter(const void *pc);
+void ncclsim_site_leave(void);
+/* Scopes of fences and atomics (tests/sim/fences.c). */
+#define NCCLSIM_SCOPE_BLOCK 1
+#define NCCLSIM_SCOPE_DEVICE 2
+#define NCCLSIM_SCOPE_SYSTEM 3
+/* __threadfence_block, __threadfence, __threadfence_system. */
+void ncclsim_fence(int scope);
+/* An atomic of the calling thread begins (its scope, where it was called
+ * from) and ends; nested, the outermost counts (atomicAdd_system calls
+ * atomicAdd). */
+void ncclsim_atomic_enter(int scope, const void *pc);
+void ncclsim_atomic_leave(void);
 /* Warps (tests/sim/ctas.c): the caller's lane; __syncwarp; a shuffle (the
  * value of lane `from` of the warp); a vote (bit i: lane i's predicate). */
 unsigned ncclsim_lane_id(void);
