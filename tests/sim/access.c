@@ -192,8 +192,8 @@ static _Noreturn void misaligned(const void *p, size_t bytes, int how,
 }
 
 /* A kernel's access that runs past the end of a window, wherever it
- * starts: NCCL maps a peer's window with its registered size, nothing
- * after it. A rank's own buffer past its window but inside its
+ * starts (lsa_windows.c says it): NCCL maps a peer's window with its
+ * registered size. A rank's own buffer past its window but inside its
  * allocation is exempt: its own pointers reach it as well. */
 static void check_bounds(const region *rg, const void *p, size_t bytes,
                          int how, const mem_access *a)
@@ -202,25 +202,8 @@ static void check_bounds(const region *rg, const void *p, size_t bytes,
   if (at + bytes <= rg->bytes ||
       (rg->owner == a->rank && at + bytes <= rg->reach))
     return;
-  char by[256], line[160], place[320], what[64];
-  line_of(a->site, line, sizeof line);
-  snprintf(by, sizeof by, "rank %d's kernel (CTA %d, thread %u%s%s)", a->rank,
-           a->lane, a->thread, line[0] ? ", " : "", line);
-  if (bytes > 1)
-    snprintf(what, sizeof what, "bytes %zu to %zu", at, at + bytes - 1);
-  else
-    snprintf(what, sizeof what, "byte %zu", at);
-  fflush(stdout);
-  fprintf(stderr,
-          "ncclsim: RULE VIOLATION [memory-access] rank %d in %s: %s %s %s"
-          " of rank %d's buffer, past the end of its %zu-byte window%s: NCCL"
-          " maps a peer's window, the size it was registered with, and"
-          " nothing after it\n",
-          a->rank, current_place(place, sizeof place), by,
-          how & HB_WRITE ? "writes" : "reads", what, rg->owner, rg->bytes,
-          at + bytes > rg->reach ? " (and of its allocation)" : "");
-  mark_abort(rg->comm->dir);
-  _exit(SIM_EXIT_VIOLATION);
+  past_window_end(rg->comm->dir, rg->owner, rg->bytes, at + bytes > rg->reach,
+                  at, bytes, how, a);
 }
 
 /* Each word of `bytes` at p, in rg, accessed as `now` (its clock from the

@@ -118,12 +118,11 @@ void releases_released(hb_domain *d, int unit, unsigned index,
 void releases_writer_done(hb_domain *d, int rank);
 const char *releases_released_at(hb_domain *d, int unit, uint32_t clock,
                               char *buf, size_t len);
-/* access.c: a place in the program (an offset in its executable, 0 if
- * none), and its line in words: ", main.cu:63", or "" without one. */
-uint32_t exe_offset(const void *pc);
-void line_of(uint32_t offset, char *buf, size_t len);
-/* windows.c: where a window deregistered by this process was deregistered
- * ("by rank 0 at main.cu:182"), or NULL if it was not. */
+/* lsa_windows.c: a window deregistered by this process is kept (rank: who
+ * deregistered it, at: where, sites.c's exe_offset; 0 if out of memory);
+ * where it was deregistered ("by rank 0's ncclCommWindowDeregister at
+ * main.cu:182"), or NULL if it was not. */
+int window_kept(const struct ncclWindow_vidmem *win, int rank, uint32_t at);
 const char *window_deregistered(const void *win, char *buf, size_t len);
 /* access.c: windows' shadows, and the host's copies into and out of them. */
 size_t hb_shadow_bytes(size_t window_bytes, int nranks);

@@ -6,7 +6,9 @@
  *  - lsa-pointer: a window that is not one (or was deregistered: named
  *    with where), a peer outside the team, an offset past the window;
  *  - device-communicator: a multicast pointer or barrier the device
- *    communicator never asked for (lsaMultimem). */
+ *    communicator never asked for (lsaMultimem);
+ *  - memory-access: an access running past a window's end (access.c
+ *    finds it). */
 #include "sim.h"
 
 #include "ncclsim_device.h"
@@ -17,7 +19,34 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "shadow.h"
+
 /* ------------------------------------------------------ inside kernels */
+
+_Noreturn void past_window_end(const char *dir, int owner, size_t window,
+                               int past_allocation, size_t at, size_t bytes,
+                               int how, const mem_access *a)
+{
+  char by[256], line[160], place[320], what[64];
+  line_of(a->site, line, sizeof line);
+  snprintf(by, sizeof by, "rank %d's kernel (CTA %d, thread %u%s%s)", a->rank,
+           a->lane, a->thread, line[0] ? ", " : "", line);
+  if (bytes > 1)
+    snprintf(what, sizeof what, "bytes %zu to %zu", at, at + bytes - 1);
+  else
+    snprintf(what, sizeof what, "byte %zu", at);
+  fflush(stdout);
+  fprintf(stderr,
+          "ncclsim: RULE VIOLATION [memory-access] rank %d in %s: %s %s %s"
+          " of rank %d's buffer, past the end of its %zu-byte window%s: NCCL"
+          " maps a peer's window, the size it was registered with, and"
+          " nothing after it\n",
+          a->rank, current_place(place, sizeof place), by,
+          how & HB_WRITE ? "writes" : "reads", what, owner, window,
+          past_allocation ? " (and of its allocation)" : "");
+  mark_abort(dir);
+  _exit(SIM_EXIT_VIOLATION);
+}
 
 /* An LSA barrier session's multicast (lsa.c): multimem asks for it, and
  * the device communicator must have asked for it too (a handle). */
@@ -198,4 +227,45 @@ void lsa_unmap_peers(struct ncclWindow_vidmem *w)
   free(w->shadows);
   free(w->shadow_bytes);
   w->peers = NULL;
+}
+
+/* ----------------------------------------- windows deregistered */
+
+/* Windows deregistered in this process (kept, never freed: see
+ * ncclCommWindowDeregister), with where, guarded by `lock`. */
+typedef struct deregistration {
+  struct deregistration *next;
+  const struct ncclWindow_vidmem *window;
+  int rank;
+  uint32_t at; /* the caller: access.c's exe_offset */
+} deregistration;
+static deregistration *deregistered;
+
+int window_kept(const struct ncclWindow_vidmem *win, int rank, uint32_t at)
+{
+  deregistration *d = malloc(sizeof *d);
+  if (d == NULL)
+    return 0;
+  *d = (deregistration){.window = win, .rank = rank, .at = at};
+  pthread_mutex_lock(&lock);
+  d->next = deregistered;
+  deregistered = d;
+  pthread_mutex_unlock(&lock);
+  return 1;
+}
+
+const char *window_deregistered(const void *win, char *buf, size_t len)
+{
+  pthread_mutex_lock(&lock);
+  const deregistration *d = deregistered;
+  while (d != NULL && d->window != win)
+    d = d->next;
+  pthread_mutex_unlock(&lock);
+  if (d == NULL)
+    return NULL;
+  char line[160];
+  line_of(d->at, line, sizeof line);
+  snprintf(buf, len, "by rank %d's ncclCommWindowDeregister%s%s", d->rank,
+           line[0] ? " at " : "", line);
+  return buf;
 }

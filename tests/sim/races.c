@@ -168,9 +168,9 @@ void memory_race(const char *dir, hb_domain *d, int owner, size_t byte,
   snprintf(tail, sizeof tail, "%s%s", why, more);
   if (dir == NULL && kernel_comm() != NULL)
     dir = kernel_comm()->dir;
-  if (waits && dir != NULL &&
-      releases_defer(d, dir, me_unit, now->writes, unit, other->writes,
-                     other->clock, head, tail))
+  if (waits && dir != NULL && more[0] == '\0' && /* (else a cause no */
+      releases_defer(d, dir, me_unit, now->writes, unit, /* release fixes) */
+                     other->writes, other->clock, head, tail))
     return;
   fflush(stdout);
   fprintf(stderr, "%s%s\n", head, tail);

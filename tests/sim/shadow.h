@@ -76,6 +76,12 @@ void memory_race(const char *dir, struct hb_domain *d, int owner,
                  size_t byte, const mem_access *now, const mem_access *other,
                  int scope_only);
 
+/* lsa_windows.c: the access `a` of `bytes` at byte `at` of a window of
+ * `window` bytes (of rank owner, folder dir) runs past its end. */
+_Noreturn void past_window_end(const char *dir, int owner, size_t window,
+                               int past_allocation, size_t at, size_t bytes,
+                               int how, const mem_access *a);
+
 /* fences.c: the calling thread's access to window or global memory; a
  * note on a fence of too narrow a scope for a race, or "". */
 void fences_accessed(void);

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "shadow.h" /* exe_offset */
+
 ncclResult_t ncclMemAlloc(void **ptr, size_t size)
 {
   if (injected_failure("ncclMemAlloc"))
@@ -55,15 +57,6 @@ typedef struct deferred_registration {
   int flags;
 } deferred_registration;
 
-/* Windows deregistered in this process (kept, never freed: see
- * ncclCommWindowDeregister), with where, guarded by `lock`. */
-typedef struct deregistration {
-  struct deregistration *next;
-  const struct ncclWindow_vidmem *window;
-  int rank;
-  uint32_t at; /* the caller: access.c's exe_offset */
-} deregistration;
-static deregistration *deregistered;
 
 static _Thread_local int group_depth;
 static _Thread_local deferred_registration *deferred;
@@ -272,33 +265,12 @@ ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win)
   lsa_unmap_peers(win); /* (its magic now 0) */
   /* Kept, not freed, so that a kernel or a call that uses it later is
    * told where it was deregistered (and no new window takes its address). */
-  deregistration *d = malloc(sizeof *d);
-  if (d == NULL)
-    return ncclSystemError;
-  *d = (deregistration){.window = win, .rank = comm->rank,
-                        .at = exe_offset(__builtin_return_address(0))};
-  pthread_mutex_lock(&lock);
-  d->next = deregistered;
-  deregistered = d;
-  pthread_mutex_unlock(&lock);
-  return ncclSuccess;
+  return window_kept(win, comm->rank,
+                     exe_offset(__builtin_return_address(0)))
+             ? ncclSuccess
+             : ncclSystemError;
 }
 
-const char *window_deregistered(const void *win, char *buf, size_t len)
-{
-  pthread_mutex_lock(&lock);
-  const deregistration *d = deregistered;
-  while (d != NULL && d->window != win)
-    d = d->next;
-  pthread_mutex_unlock(&lock);
-  if (d == NULL)
-    return NULL;
-  char line[160];
-  line_of(d->at, line, sizeof line);
-  snprintf(buf, len, "by rank %d's ncclCommWindowDeregister%s%s", d->rank,
-           line[0] ? " at " : "", line[0] ? line + 2 : "");
-  return buf;
-}
 
 /* ncclCommRegister, NCCL's ordinary local registration (only
  * tools/nccl_facts calls it here): the same handle for the same buffer,

@@ -1,3 +1,4 @@
+# Over 350 lines: one subject's cases, a kernel of tests/kernels/ each, a few lines apiece.
 # Kernels of one's own on the simulation's memory model (tests/sim/hb.c,
 # access.c, shadow.c, fences.c, sites.c): the lesson's main.cu with its
 # kernel replaced by one of tests/kernels/*.cu (or edited), built as the
