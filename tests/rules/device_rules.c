@@ -122,6 +122,17 @@ static void reads_past_window(void *args)
   (void)mine[BYTES]; /* one byte past the window and its allocation */
 }
 
+/* A float4 load (one 16-byte instruction) 4 bytes past a 16-byte
+ * boundary of the rank's own window, as the compiler reports it. */
+void __tsan_read16(void *p);
+static void vector_load_misaligned(void *args)
+{
+  lsa_setup *s = args;
+  barrier_sync(&s->dev, 0, __ATOMIC_ACQUIRE);
+  unsigned char *mine = ncclsim_lsa_pointer(s->win, 0, s->rank);
+  __tsan_read16(mine + 4);
+}
+
 static void leaves_warp_barrier(void *args)
 {
   (void)args;
@@ -176,6 +187,7 @@ KERNEL_CASE(shared_memory, unlaunched_shared_memory, 1)
 KERNEL_CASE(lsa_pointer, pointer_at_window_end, 1)
 KERNEL_CASE(lsa_barrier, barrier_past_count, 1)
 KERNEL_CASE(memory_access, reads_past_window, 1)
+KERNEL_CASE(misaligned_access, vector_load_misaligned, 1)
 
 KERNEL_CASE(shared_race, shared_word_twice, 2)
 
@@ -221,6 +233,7 @@ const rule_case device_cases[] = {
     {"lsa-pointer", lsa_pointer},
     {"lsa-barrier", lsa_barrier},
     {"memory-access", memory_access},
+    {"misaligned-access", misaligned_access},
     {"destroy-device-communicator", devcomm_left},
     {"device-communicator", barrier_counts_differ},
     {"shared-data-race", shared_race},
