@@ -95,7 +95,7 @@ fast_broken rules two-shot-middle-acquire-only "[lsa-data-race] rank" kernels.cu
   's/bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);/bar.sync(ncclCoopCta(), cuda::memory_order_acquire);/'
 fast_broken rules two-shot-no-middle-barrier "[lsa-data-race] rank" kernels.cuh \
   's/bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);/\/\/ (removed)/'
-fast_broken rules vector-past-the-window "past its end" kernels.cuh \
+fast_broken rules vector-past-the-window "[memory-access] rank" kernels.cuh \
   's/l.vectors = (w.count - l.head) \/ FLOATS_PER_VECTOR;/l.vectors = (w.count - l.head + FLOATS_PER_VECTOR - 1) \/ FLOATS_PER_VECTOR;/'
 # A head counted in bytes, not floats: at a window offset of 4 bytes the
 # first vector is not 16-byte aligned, which a GPU's float4 load faults on
@@ -119,16 +119,17 @@ if fast_case fast/rules/head-counted-in-bytes; then
 fi
 
 # What the lesson's check finds: the scalar tail dropped, a wrong owner's
-# slice copied in the two-shot's second phase, a thread's unrolled vectors
-# taken side by side (the next thread's) instead of a CTA apart, rank 0's
-# send window never read (a sum a constant fill of the rank's number,
-# 0 on rank 0, would not see).
+# slice copied in the two-shot's second phase, rank 0's send window never
+# read (a sum a constant fill of the rank's number, 0 on rank 0, would not
+# see).
 fast_broken wrong tail-dropped "wrong result on rank" kernels.cuh \
   's/l.tail_begin = l.head + l.vectors \* FLOATS_PER_VECTOR;/l.tail_begin = w.count;/'
 fast_broken wrong two-shot-wrong-owner-slice "wrong result on rank" kernels.cuh \
   's/const Range theirs = slice(l.vectors, owner, n);/const Range theirs = slice(l.vectors, rank, n);/'
-fast_broken wrong unrolled-vectors-adjacent "wrong result on rank" kernels.cuh \
-  's/const size_t k = i + (size_t)u \* blockDim.x;/const size_t k = i + (size_t)u;/' 100003
+# A thread's unrolled vectors taken side by side (the next thread's)
+# instead of a CTA apart: threads store the same words unordered.
+fast_broken rules unrolled-vectors-adjacent "[lsa-data-race] rank" kernels.cuh \
+  's/const size_t k = i + (size_t)u \* blockDim.x;/const size_t k = i + (size_t)u;/'
 fast_broken wrong rank-0-never-read "wrong result on rank" kernels.cuh \
   's/for (int peer = 0; peer < npeers; peer++) {/for (int peer = 1; peer < npeers; peer++) {/'
 
