@@ -22,10 +22,9 @@ NO_CUPTI_REPORT = "What ran: not measured: this build has no CUPTI (HAVE_CUPTI=0
 REPORT_PREFIXES = ("What ran: ", "Why not the copy engines: ", "Why no symmetric kernel: ",
                    "Device API: ", "Why not the lesson's kernel: ")
 LSA_BARRIERS = 16  # 03_allreduce_lsa/c/main.cu: NCCL_DEVICE_CTA_COUNT
-# 04_allreduce_fast: the simulated GPU's SMs and resident CTAs (tests/sim:
-# SIM_SMS, SIM_CTA_SLOTS), and the lesson's launch (main.cu).
+# 04_allreduce_fast: the simulated GPU's SMs (tests/sim: SIM_SMS), and
+# the lesson's launch (main.cu).
 SIM_SMS = 132
-SIM_CTA_SLOTS = 132
 FAST_THREADS = 512
 FAST_FLOATS_PER_CTA = FAST_THREADS * 4 * 4  # threads * UNROLL * floats per vector
 FAST_ONE_SHOT_MAX_READ = 2 * 1024 * 1024  # bytes one-shot reads per rank: ranks x size
@@ -33,12 +32,13 @@ FAST_STAGES = ["stage 1: 16-byte vectors, 16 CTAs", "stage 2: the grid sized to 
                "stage 3: one-shot", "stage 3: two-shot"]
 
 
-def fast_grid(count, ranks_per_gpu, sms=SIM_SMS, slots=SIM_CTA_SLOTS):
+def fast_grid(count, ranks_per_gpu, sms=SIM_SMS):
     """(the most CTAs per rank, the CTAs for count floats): the SMs times
-    the CTAs of 512 threads one SM holds (what the simulation keeps
-    resident over its SMs, at most 2048 threads), over the ranks on a GPU;
-    one CTA per 8192 floats, at least one."""
-    per_sm = min(slots // sms, 2048 // FAST_THREADS)
+    the CTAs of 512 threads one SM of compute capability 9.0 holds (at most
+    32 CTAs and 2048 threads: CUDA C++ Programming Guide, "Compute
+    Capabilities"), over the ranks on a GPU; one CTA per 8192 floats, at
+    least one."""
+    per_sm = min(32, 2048 // FAST_THREADS)
     most = sms * per_sm // ranks_per_gpu
     return most, min(max(1, -(-count // FAST_FLOATS_PER_CTA)), most)
 

@@ -150,10 +150,12 @@ cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr,
 }
 
 /* CTAs of blockSize threads one SM holds at once: the CTAs the simulation
- * keeps resident per kernel (SIM_CTA_SLOTS, fibers.c) over its SMs, and no
- * more than 2048 threads per SM (an H100's or H200's). A program that
- * launches more than this finds its extra CTAs waiting for a resident one
- * to end, as on a GPU; 0 where the simulation holds fewer CTAs than SMs. */
+ * keeps resident per kernel (kernels.c, resident_ctas: as an H100's SMs,
+ * or SIM_CTA_SLOTS) over its SMs. A program that launches more than this
+ * finds its extra CTAs waiting for a resident one to end, as on a GPU; 0
+ * where the simulation holds fewer CTAs than SMs. (A GPU's answer may be
+ * smaller: its registers and shared memory limit it, which the simulation
+ * does not model.) */
 cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
     int *numBlocks, const void *func, int blockSize, size_t dynamicSMemSize,
     unsigned int flags)
@@ -163,11 +165,7 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
   if (numBlocks == NULL || func == NULL || blockSize <= 0 || blockSize > 1024)
     return cudaErrorInvalidValue;
   const long sms = env_long("SIM_SMS", 132);
-  const long slots = env_long("SIM_CTA_SLOTS", 132);
-  long per_sm = sms > 0 ? slots / sms : 0;
-  if (per_sm > 2048 / blockSize)
-    per_sm = 2048 / blockSize;
-  *numBlocks = (int)per_sm;
+  *numBlocks = sms > 0 ? (int)(resident_ctas((unsigned)blockSize) / sms) : 0;
   return cudaSuccess;
 }
 
