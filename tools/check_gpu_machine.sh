@@ -23,6 +23,7 @@ out=${1:-gpu-logs}
 mkdir -p "$out" && out=$(cd "$out" && pwd)
 if [ "$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
 [ -n "${NCCL_HOME:-}" ] && export NCCL_HOME
+. tests/lib/tree_files.sh # copy_tree: the docs' copies, from git or not
 limit=${CHECK_TIMEOUT:-120} # seconds per program run outside the suite
 passed=0 failed=0
 step() { # NAME STATUS [DETAIL]: one line per step, counted
@@ -111,7 +112,7 @@ pages=()
 while read -r page; do
   [ -z "${NCCL_HOME:-}" ] && grep -q /path/to/nccl "$page" && { echo "skip $page: its blocks need NCCL_HOME"; continue; }
   copy=$out/docs-tree/${page//\//_}
-  rm -rf "$copy" && mkdir -p "$copy" && git ls-files -z | xargs -0 cp --parents -t "$copy"
+  rm -rf "$copy" && copy_tree "$copy" "$out"
   python3 tests/checks/doc_blocks.py --script "$page" "a GPU" "$copy" |
     sed "s|/path/to/nccl[-0-9.]*|${NCCL_HOME:-}|g" >"$copy.sh"
   DOC_REPO=$copy CUDA_ARCH=$arch NCCL_MULTI_RANK_GPU_ENABLE=${share:-${NCCL_MULTI_RANK_GPU_ENABLE:-0}} \

@@ -134,16 +134,12 @@ fi
 [ "${TEST_MPI:-}" = 1 ] && [ $HAVE_MPI = 1 ] && MPI_CHECK="not checked (TEST_MPI=1)"
 
 # tracked_files PATH...: the files under these paths (relative to $ROOT)
-# that git tracks or would track, one per line. When $ROOT is not the top
+# that git tracks or would track, one per line; where $ROOT is not the top
 # of a git checkout (a copy, or a folder that another repository ignores,
-# where git lists nothing), every file but build folders.
-tracked_files() {
-  if [ "$(git -C "$ROOT" rev-parse --show-toplevel 2>/dev/null)" = "$(cd "$ROOT" && pwd -P)" ]; then
-    (cd "$ROOT" && git ls-files -co --exclude-standard "$@")
-  else
-    (cd "$ROOT" && find "$@" -name build -prune -o -type f -print)
-  fi
-}
+# where git lists nothing), every file but its build outputs
+# (tests/lib/tree_files.sh).
+. "$ROOT/tests/lib/tree_files.sh"
+tracked_files() { (cd "$ROOT" && tree_files "$@"); }
 
 # The GPUs the real cases get: every GPU, or those of the caller's
 # CUDA_VISIBLE_DEVICES (kept as TEST_GPUS by environment.sh), counted as

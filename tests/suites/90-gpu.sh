@@ -239,3 +239,26 @@ if [ "$NGPUS" = 0 ] && begin gpu/check-gpu-machine-refuses-without-a-gpu; then
   [ ! -e "$TMPDIR/gpu-logs" ] || why+="it made its log folder; "
   end
 fi
+# Its copy of the tree for the docs' blocks, in a tree that is no git
+# checkout (an exported tree, a release tarball: here the files git
+# exports, in a folder of the suite's build, which git ignores): the line
+# of the script itself, run there. The copy holds every file of the tree
+# and none of its build outputs or logs.
+if begin gpu/check-gpu-machine-copies-a-tree-without-git; then
+  tree=$TMPDIR/exported-tree
+  rm -rf "$tree" && mkdir -p "$tree"
+  tracked_files . | sort >"$f.expected"
+  (cd "$ROOT" && tar -cf - -T "$f.expected") | tar -xf - -C "$tree"
+  mkdir -p "$tree/tests/build/sim-pthread" "$tree/01_allreduce/c/build" "$tree/gpu-logs/docs-tree"
+  touch "$tree/tests/build/sim-pthread/sim.o" "$tree/01_allreduce/c/build/main.o" "$tree/allreduce_sm" \
+    "$tree/gpu-logs/machine.txt"
+  step=$(grep -m 1 '^ *rm -rf "$copy" && ' tools/check_gpu_machine.sh)
+  [ -n "$step" ] || why+="no line that makes the copy in tools/check_gpu_machine.sh; "
+  copy=$tree/gpu-logs/docs-tree/page out=$tree/gpu-logs run bash -c 'cd "$1" && . tests/lib/tree_files.sh && eval "$2"' - "$tree" "$step"
+  want_status 0
+  no_err "not a git repository"
+  (cd "$tree/gpu-logs/docs-tree/page" 2>/dev/null && find . -type f | sed 's|^\./||' | sort) >"$f.copied"
+  [ "$(wc -l <"$f.expected")" -gt 100 ] || why+="only $(wc -l <"$f.expected") files in the exported tree; "
+  diff "$f.expected" "$f.copied" >"$f.diff" || why+="the copy is not the tree's files: $(head -n 3 "$f.diff" | tr '\n' ' ')(see $f.diff); "
+  end
+fi
