@@ -35,6 +35,14 @@ z.extractall(sys.argv[2], [n for n in z.namelist() if n.startswith("nvidia/nccl/
   [ -e "$LSA_NCCL_HOME/include/nccl.h" ] ||
     LSA_MISSING="no nccl.h >= 2.30.7 for allreduce_lsa: NCCL_HOME is ${NCCL_HOME:-unset}, and no nvidia_nccl_cu13-$LSA_WHEEL_VERSION wheel in ${NCCL_WHEELS:-~/.cache/nccl-wheels} (NCCL_MATRIX_DOWNLOAD=1 downloads it)"
 fi
+# What tests/build is built with, for tools/simulate.sh: it builds there
+# only with the same NCCL and CUDA (else in a folder of its own,
+# tests/build/simulate/N), so that its builds beside a run change nothing
+# of the run's.
+if [ -z "${LIST:-}" ]; then
+  mkdir -p "$B"
+  printf 'NCCL_HOME=%s\nLSA_NCCL_HOME=%s\nCUDA_HOME=%s\n' "${NCCL_HOME:-}" "$LSA_NCCL_HOME" "${CUDA_HOME:-/usr/local/cuda}" >"$B/homes"
+fi
 # The NCCL the suite's builds find, as the toolchain finds it: NCCL_HOME's,
 # else CUDA_HOME's where it has one (this project's CI machine), else the
 # system's (nccl.h in the compiler's paths, libnccl.so.2 from ldconfig: a
