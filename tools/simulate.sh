@@ -182,7 +182,7 @@ simulated_build() {
 }
 if ! simulated_build; then
   # An object an interrupted build left cut short: made again.
-  broken=$(sed -n 's/^.*[ :]\([^ :]*\.\(o\|a\|so\)\): file \(format \)\{0,1\}\(not recognized\|truncated\).*/\1/p' "$log" | sort -u)
+  broken=$(sed -n 's/^.*[ :]\([^ :]*\.\(o\|a\|so\)\): file \(format \)\{0,1\}\(not recognized\|truncated\|too short\).*/\1/p' "$log" | sort -u)
   if [ -n "$broken" ]; then
     echo "simulate.sh: building again: $(echo $broken) was cut short (a build interrupted before)" >&2
     rm -f $broken

@@ -42,7 +42,7 @@ torchrun() {
 }
 # compare NAME N [VAR=VALUE...]: the plain and the preloaded run, as steps.
 compare() {
-  local name=$1 n=$2 plain=$out/torch-$1 preloaded=$out/torch-$1-preloaded status r missing=""
+  local name=$1 n=$2 plain=$out/torch-${1// /-} preloaded=$out/torch-${1// /-}-preloaded status r missing=""
   shift 2
   torchrun "$plain" "$n" "$@"
   status=$?
