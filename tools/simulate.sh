@@ -7,9 +7,12 @@
 #   tools/simulate.sh [--mpi N] --preload YOUR_PROGRAM [ARGS...]
 # PROGRAM: allreduce_sm, allgather_ce, allreduce_lsa or allreduce_fast
 # (their kernels run on the host, every GPU thread a fiber; they need an
-# nccl.h >= 2.30.7: NCCL_HOME, whose include/ is enough). --lesson DIR: a device API lesson
-# folder copied out of this repository with its common/ beside it (DIR/c/
-# main.cu, DIR/../common), your own kernel in it: built for the simulation
+# nccl.h >= 2.30.7: NCCL_HOME, whose include/ is enough; unset, CUDA_HOME's
+# or the headers this checkout has: tests/build/lsa-nccl, a wheel in
+# NCCL_WHEELS, default ~/.cache/nccl-wheels; stderr says which).
+# --lesson DIR: a device API lesson folder copied out of this repository
+# with its common/ beside it (DIR/c/main.cu, DIR/../common), your own
+# kernel in it: built for the simulation
 # from there (a compile error is the compiler's, under it what the
 # simulation does not have), then run as PROGRAM is. The simulation checks
 # what a GPU would not forgive: an access of a peer's window not ordered by
@@ -29,7 +32,10 @@
 # SIM_FAIL=CALL:RANK and the other settings of tests/sim/sim.h. With the
 # toolkit's cupti.h, What ran speaks from the simulation's CUPTI.
 # Needs the CUDA toolkit's headers and nccl.h (CUDA_HOME, NCCL_HOME), not
-# their libraries. Paths in OPTIONS are the caller's (--csv FILE).
+# their libraries. Paths in OPTIONS are the caller's (--csv FILE). It
+# builds into tests/build, or with an NCCL or CUDA other than the last
+# make test's into tests/build/simulate/N, so that it can run beside a
+# make test; an object a build cut short is built again.
 # Exits as the program does; 1 when the build fails; 2 for a bad setting
 # of its own; 70 when the simulation stops the program: a rule of CUDA or
 # NCCL broken ("ncclsim: RULE VIOLATION [rule] ..." says which, where, and
