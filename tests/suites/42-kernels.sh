@@ -384,6 +384,24 @@ if lsa_case kernels/wrong/shared-never-zeroed/threads-2-seed-1; then
   no_violation
   end
 fi
+# Resident CTAs (tests/sim/fibers.c): with SIM_CTA_SLOTS=1 one CTA of
+# each rank runs at a time, admitted in a random order; the lesson's
+# kernel on 2 CTAs, each CTA syncing its LSA barrier with the same CTA of
+# the other rank. Where the ranks admit different CTAs first (as at
+# schedule seed 1: rank 1 runs CTA 0, rank 0 CTA 1), each waits for a CTA
+# of the other rank that is not resident, and never will be: a hang,
+# named. With both CTAs resident it would pass.
+TWO_CTAS='s/^#define NCCL_DEVICE_CTA_COUNT       16$/#define NCCL_DEVICE_CTA_COUNT       2/'
+if lsa_case kernels/hang/a-cta-past-the-slots/threads-2-seed-1; then
+  kernel_program two-ctas - "$TWO_CTAS"
+  grep -q "^#define NCCL_DEVICE_CTA_COUNT       2$" "$KP/main.cu" || why+="the edit did not apply; "
+  SIM_CTA_SLOTS=1 SIM_TIMEOUT_MS=500 kernel_run threads 2 1
+  want_status 70
+  want_err "RULE VIOLATION [lsa-barrier] rank"
+  want_err "rank 1 in kernel simpleAllReduceKernel (CTA 0, thread 0; schedule seed 1"
+  want_err "at LSA barrier 0 (its sync #1) for rank 0, which never arrived, while no rank of the team made progress"
+  end
+fi
 # A verdict that waited for the writer (tests/sim/races.c) is said in its
 # turn of the lockstep: SIM_SEED still repeats it byte for byte.
 if lsa_case kernels/seed/same-seed-same-message-after-the-writer; then
