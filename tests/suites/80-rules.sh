@@ -95,6 +95,17 @@ if begin rules/no-leaks/event-left-named; then
   want_err "RULE VIOLATION [no-leaks] 2 object(s) left at exit" # one a rank
   end
 fi
+# A rank's host writing into its own window once its own kernel ended,
+# while a peer's kernel read it after their last barrier: nothing orders
+# the two (tests/rules/device_rules.c, host_writes_own_window).
+if begin rules/lsa-data-race/host-writes-own-window-named; then
+  need sim-pthread/rules
+  SIM_SEED=1 SIM_DIR=$TMPDIR SIM_TIMEOUT_MS=1000 run "$B/sim-pthread/rules" lsa-data-race/host-writes-own-window
+  want_status 70
+  want_err "RULE VIOLATION [lsa-data-race] rank 0 in a copy or memset: rank 0's host (a copy or memset) writes the word at byte 0 of rank 0's window, which rank 1's kernel (CTA 0, thread 0, device_rules.c:"
+  want_err ") read, and nothing orders the two"
+  end
+fi
 for rule in $SIM_RULES; do
   if begin "rules/violation/$rule"; then
     need sim-pthread/rules
