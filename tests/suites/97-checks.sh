@@ -178,6 +178,23 @@ if begin checks/a-case-waiting-outside-run-is-ended; then
   want_out "1 passed, 1 failed, 0 skipped"
   end
 fi
+# The case's reader that left it (its parent subshell ended) is ended with
+# it: the guard ends what carries the case's mark, not only what is under
+# its shell (once such a reader outlived its case for an hour).
+if begin checks/a-case-ended-at-its-limit-loses-its-reader; then
+  run env TEST_FILTER= TEST_CASE_LIMIT=1 TEST_LOGS="$LOG/guard-reader" \
+    TEST_SUITE=tests/data/suites/reader-leaves-the-case.sh bash tests/run_tests.sh
+  want_status 1
+  fifo=$LOG/guard-reader/control_reader-leaves-the-case.fifo
+  grep -qE "^not ok 1 - control/reader-leaves-the-case: ended after [0-9]+ s \(TEST_CASE_LIMIT=1\): it was still running: .*[0-9]+ cat $fifo" "$f.out" ||
+    why+="the guard did not name the reader that left the case; "
+  left=$(pgrep -x -f "cat $fifo")
+  if [ -n "$left" ]; then
+    why+="its reader (pid $left: cat $fifo) still runs after the case was ended; "
+    kill $left
+  fi
+  end
+fi
 if begin checks/a-run-past-its-limit-is-ended; then
   run env TEST_FILTER= TEST_RUN_LIMIT=1 TEST_CASE_LIMIT=600 TEST_LOGS="$LOG/guard-run" \
     TEST_SUITE=tests/data/suites/waits-outside-run.sh bash tests/run_tests.sh
