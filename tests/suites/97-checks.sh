@@ -218,6 +218,18 @@ if begin checks/a-suite-that-stops-fails-the-run-at-once; then
   end
 fi
 
+# --------------------------------------------------- coverage's report
+# make test-coverage's lister (tests/checks/coverage_report.py) on a
+# hand-made gcovr report of three small sources (tests/data/coverage/):
+# each file's lines and branches, and the rule sites and verdict phrases
+# whose lines no case ran, as counted by hand from the fixture.
+if begin checks/coverage-report-lists-what-no-case-reaches; then
+  run python3 tests/checks/coverage_report.py --root tests/data/coverage/tree tests/data/coverage/coverage.json
+  want_status 0
+  want_out_file tests/data/coverage/expected.txt
+  end
+fi
+
 # --------------------------------------------------- static analysis
 if command -v cppcheck >/dev/null; then
   if begin checks/cppcheck; then
