@@ -4,9 +4,10 @@ JSON report: line and branch coverage per file, the branch coverage of the
 files the goal names, and the rule sites of the simulation and the verdict
 phrases of libwhatran and the watchdog that no case reached.
 
-    coverage_report.py --root TREE COVERAGE.json
+    coverage_report.py --root TREE COVERAGE.json...
 
-The JSON's file paths are relative to TREE, whose sources are read.
+The JSON's file paths are relative to TREE, whose sources are read; the
+entries of a file in several reports are merged.
 
 A rule site is a place in tests/sim/*.c where the simulation reports a
 violation or refuses a call: a call of one of its reporting functions (the
@@ -31,7 +32,7 @@ PHRASE_FILES = ["tools/whatran/*.c", "instruments/src/watchdog*.c", "instruments
 GOALS = [("tests/sim's rule files", "rule"), ("tools/whatran", "tools/whatran/*.c")]
 GOAL_PERCENT = 90
 
-WORDS = re.compile(r"[A-Za-z]{2,}\S*\s+\S*[A-Za-z]{2,}")
+WORD = re.compile(r"(?<![%\w])[A-Za-z]{2,}")  # (a printf conversion, %lu, is none)
 DEFINITION = re.compile(r"^(?:static\s+)?(?:_Noreturn\s+)?[A-Za-z_][\w\s\*]*?\b(\w+)\(")
 
 
@@ -155,12 +156,14 @@ def percent(done, total):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--root", required=True, help="the measured tree")
-    parser.add_argument("report", help="gcovr's JSON (--json)")
+    parser.add_argument("reports", nargs="+", help="gcovr's JSON (--json)")
     args = parser.parse_args()
     root = Path(args.root)
-    files = {}
-    for entry in json.load(open(args.report))["files"]:
-        files[entry["file"]] = merged_lines(entry)
+    entries = {}
+    for report in args.reports:
+        for entry in json.load(open(report))["files"]:
+            entries.setdefault(entry["file"], []).extend(entry.get("lines", []))
+    files = {path: merged_lines({"lines": lines}) for path, lines in entries.items()}
 
     print(f"{'file':44} {'lines':>16} {'branches':>16}")
     totals = {}
@@ -201,7 +204,7 @@ def main():
                     sites.append((path, number, '"' + text + '"', reached(number)))
         if matches(path, PHRASE_FILES):
             for number, text in literals:
-                if WORDS.search(text) and not code[number - 1].lstrip().startswith("#"):
+                if len(WORD.findall(text)) >= 2 and not code[number - 1].lstrip().startswith("#"):
                     phrases.append((path, number, '"' + text + '"', reached(number)))
 
     print()

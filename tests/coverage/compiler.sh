@@ -32,6 +32,6 @@ for a in "$@"; do
   esac
 done
 extra=()
-[ $measured = 1 ] && extra+=(--coverage -fprofile-update=atomic)
+[ $measured = 1 ] && extra+=(--coverage -fprofile-update=atomic -fprofile-abs-path)
 [ $link = 1 ] && [ $output = 1 ] && extra+=(--coverage "$TEST_COVERAGE_BIN/flush.o" -Wl,--wrap=_exit)
 exec "$real" "$@" "${extra[@]}"
