@@ -112,6 +112,18 @@ def reporters(sources):
     return names, bodies
 
 
+def preprocessor_lines(code):
+    """The lines of preprocessor directives, continued lines included: gcov
+    counts a macro's calls where it is used, never in its definition."""
+    lines, going = set(), False
+    for number, text in enumerate(code, 1):
+        going = going or text.lstrip().startswith("#")
+        if going:
+            lines.add(number)
+            going = text.rstrip().endswith("\\")
+    return lines
+
+
 def statement_line(code, counts, line):
     """The line gcov counted for the statement that holds LINE: LINE, else
     an earlier line of the same statement, else a later one; None if gcov
@@ -187,7 +199,8 @@ def main():
     for path in sorted(sources):
         code, literals = sources[path]
         counts = {n: c for n, (c, _) in files[path].items()}
-        inside = lambda line: any(a <= line <= b for a, b in bodies.get(path, []))
+        directives = preprocessor_lines(code)
+        inside = lambda line: line in directives or any(a <= line <= b for a, b in bodies.get(path, []))
         def reached(line):
             at = statement_line(code, counts, line)
             return at is not None and counts[at] > 0
@@ -204,7 +217,7 @@ def main():
                     sites.append((path, number, '"' + text + '"', reached(number)))
         if matches(path, PHRASE_FILES):
             for number, text in literals:
-                if len(WORD.findall(text)) >= 2 and not code[number - 1].lstrip().startswith("#"):
+                if len(WORD.findall(text)) >= 2 and number not in directives:
                     phrases.append((path, number, '"' + text + '"', reached(number)))
 
     print()
