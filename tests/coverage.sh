@@ -43,7 +43,12 @@ fi
 
 # The scratch copy: the tracked files (or, outside git, every file but
 # build folders) with their times, so that its build folder, kept between
-# runs, rebuilds only what changed; the counters of an earlier run go.
+# runs, rebuilds only what changed; the counters of an earlier run go. A
+# measuring compiler changed since the last run (its flags) starts over.
+flavour=$(cat tests/coverage/compiler.sh tests/coverage/flush.c | cksum)
+if [ "$(cat "$WORK/flavour" 2>/dev/null)" != "$flavour" ]; then
+  rm -rf "$TREE" && mkdir -p "$TREE" && echo "$flavour" >"$WORK/flavour"
+fi
 find "$TREE" -mindepth 1 \( -name build -prune \) -o \( -type f -print0 \) | xargs -0 -r rm -f
 if [ "$(git rev-parse --show-toplevel 2>/dev/null)" = "$ROOT" ]; then
   git ls-files -z | xargs -0 cp -p --parents -t "$TREE" 2>/dev/null
