@@ -10,8 +10,9 @@
 # gcovr comes from pip, into a virtual environment in
 # tests/build/coverage/venv (else the user's site), the first time.
 # TEST_FILTER narrows the suite as for `make test` (a partial measure).
-# Its own limit for the whole run: TEST_RUN_LIMIT (default 5400 s; the
-# measured builds and runs are slower). Output: tests/build/coverage/
+# Its own limits: TEST_RUN_LIMIT for the whole run (default 5400 s) and
+# TEST_TIMEOUT per command (default 180 s): the measured programs are
+# slower, and a command ended at its limit writes no counters. Output: tests/build/coverage/
 # (run.tap, coverage.json, report.txt). Exits 0 when the report was made,
 # whatever the suite's verdicts (its last line is repeated at the end).
 set -u
@@ -64,7 +65,7 @@ for c in cc gcc g++ c++; do ln -sf "$ROOT/tests/coverage/compiler.sh" "$BIN/$c";
 
 echo "# the suite, measured, in $TREE (its TAP in $WORK/run.tap)"
 PATH=$BIN:$PATH TEST_COVERAGE_BIN=$BIN TEST_COVERAGE_TREE=$TREE \
-  TEST_RUN_LIMIT=${TEST_RUN_LIMIT:-5400} bash "$TREE/tests/run_tests.sh" >"$WORK/run.tap" 2>&1
+  TEST_RUN_LIMIT=${TEST_RUN_LIMIT:-5400} TEST_TIMEOUT=${TEST_TIMEOUT:-180} bash "$TREE/tests/run_tests.sh" >"$WORK/run.tap" 2>&1
 suite=$(tail -n 1 "$WORK/run.tap")
 grep '^not ok ' "$WORK/run.tap" | cut -c1-200
 
