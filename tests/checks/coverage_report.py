@@ -13,8 +13,8 @@ A rule site is a place in tests/sim/*.c where the simulation reports a
 violation or refuses a call: a call of one of its reporting functions (the
 functions defined _Noreturn there, and those that print NCCL's WARN), or,
 outside them, a message of its own (a literal that starts "ncclsim: ").
-A verdict phrase is a string literal of two words or more (adjacent
-literals are one) in tools/whatran/*.c or the watchdog's files
+A verdict phrase is a string literal of two words or more, apart
+(adjacent literals are one) in tools/whatran/*.c or the watchdog's files
 (instruments/src/watchdog*.c, verdict.c). Either is reached when the line
 of its statement ran (gcov counts lines: a site sharing its line with the
 condition that guards it, or a phrase picked by ?: in a statement that
@@ -32,7 +32,7 @@ PHRASE_FILES = ["tools/whatran/*.c", "instruments/src/watchdog*.c", "instruments
 GOALS = [("tests/sim's rule files", "rule"), ("tools/whatran", "tools/whatran/*.c")]
 GOAL_PERCENT = 90
 
-WORD = re.compile(r"(?<![%\w])[A-Za-z]{2,}")  # (a printf conversion, %lu, is none)
+WORD = re.compile(r"(?<![%\w])[A-Za-z]{2,}")  # in a word (a printf conversion, %lu, is none)
 DEFINITION = re.compile(r"^(?:static\s+)?(?:_Noreturn\s+)?[A-Za-z_][\w\s\*]*?\b(\w+)\(")
 
 
@@ -217,7 +217,8 @@ def main():
                     sites.append((path, number, '"' + text + '"', reached(number)))
         if matches(path, PHRASE_FILES):
             for number, text in literals:
-                if len(WORD.findall(text)) >= 2 and number not in directives:
+                words = [t for t in text.split() if WORD.search(t)]  # (a file name, a.so.1, is one)
+                if len(words) >= 2 and number not in directives:
                     phrases.append((path, number, '"' + text + '"', reached(number)))
 
     print()
