@@ -6,9 +6,10 @@
 #                 measured tree (TEST_COVERAGE_TREE); atomic counters, since
 #                 the ranks are threads (and ThreadSanitizer's builds would
 #                 see plain ones race);
-#   --coverage and flush.o, -Wl,--wrap=_exit  to a link: the counters of a
-#                 process that ends with _exit (a rule violation, the
-#                 watchdog's exit 3, a failed call) are written first.
+#   --coverage and flush.o, -Wl,--wrap=_exit,--wrap=MPI_Abort  to a link:
+#                 the counters of a process that ends with _exit (a rule
+#                 violation, the watchdog's exit 3, a failed call) or with
+#                 MPI_Abort (which kills the job) are written first.
 # Any other use (-E, a probe) is the real compiler's alone.
 name=${0##*/}
 real=""
@@ -33,5 +34,5 @@ for a in "$@"; do
 done
 extra=()
 [ $measured = 1 ] && extra+=(--coverage -fprofile-update=atomic -fprofile-abs-path)
-[ $link = 1 ] && [ $output = 1 ] && extra+=(--coverage "$TEST_COVERAGE_BIN/flush.o" -Wl,--wrap=_exit)
+[ $link = 1 ] && [ $output = 1 ] && extra+=(--coverage "$TEST_COVERAGE_BIN/flush.o" -Wl,--wrap=_exit,--wrap=MPI_Abort)
 exec "$real" "$@" "${extra[@]}"
