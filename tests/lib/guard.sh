@@ -102,11 +102,19 @@ guard_loop() {
         echo "run_tests.sh: ending the run (not ok)"
       } >&2
       : >"$RUNNING/run-ended"
+      # (the run's shell, ending, stops the guard: not before it is done)
+      trap '' TERM
       # (listed first: once the run's shell is gone, they are no longer
       # under it)
       victims=$(guard_tree "$RUN_PID" all)
       kill -TERM "$RUN_PID" 2>/dev/null
       guard_kill $victims >/dev/null
+      # What the cases started after that list, before the run's shell
+      # ended (a reader started as the limit came), carries their marks.
+      for file in "$RUNNING"/[0-9]*; do
+        [[ $file == *.ended ]] && continue
+        read -r start name <"$file" 2>/dev/null && guard_kill $(guard_marked "${file##*/}-$start") >/dev/null
+      done
       exit 1
     fi
   done

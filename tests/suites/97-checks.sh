@@ -202,6 +202,14 @@ if begin checks/a-run-past-its-limit-is-ended; then
   want_err "run_tests.sh: the whole run passed its limit of 1 s (TEST_RUN_LIMIT); the cases it was in:"
   grep -qE "^  control/waits-outside-run \(for [0-9]+ s\)$" "$f.err" || why+="the stuck case was not named; "
   no_out "passed, 0 failed"
+  # Its reader is gone too, even one the case started after the guard
+  # listed the run's processes (the limit comes as the case starts).
+  fifo=$LOG/guard-run/control_waits-outside-run.fifo
+  left=$(pgrep -x -f "cat $fifo")
+  if [ -n "$left" ]; then
+    why+="its reader (pid $left: cat $fifo) still runs after the run was ended; "
+    kill $left
+  fi
   end
 fi
 if begin checks/a-suite-that-stops-fails-the-run-at-once; then
