@@ -1,7 +1,7 @@
 # Top-level Makefile: builds each example in its own directory and leaves the
 # programs runnable here (./allreduce_sm, ./allgather_ce).
 #   make [01_allreduce|02_allgather|03_allreduce_lsa|04_allreduce_fast|all] [MPI=1] [NCCL_HOME=..] [CUDA_HOME=..]
-#   make test | test-gpu | test-kernels | test-faults | test-nccl-matrix | test-without-mpi | test-under-load | test-slurm | test-no-cuda | test-mutants | run-examples [NP=2] | clean | install [PREFIX=..] [DESTDIR=..] | help
+#   make test | test-gpu | test-kernels | test-faults | test-nccl-matrix | test-without-mpi | test-under-load | test-slurm | test-no-cuda | test-mutants | test-coverage | run-examples [NP=2] | clean | install [PREFIX=..] [DESTDIR=..] | help
 # Variables given on the command line reach the example Makefiles as well.
 
 EXAMPLES := 01_allreduce 02_allgather
@@ -11,7 +11,7 @@ PROGRAM_02_allgather := allgather_ce
 PROGRAM_03_allreduce_lsa := allreduce_lsa
 PROGRAM_04_allreduce_fast := allreduce_fast
 
-.PHONY: all $(EXAMPLES) 03_allreduce_lsa 04_allreduce_fast test test-gpu test-kernels test-faults test-nccl-matrix test-without-mpi test-mutants test-under-load test-slurm test-no-cuda run-examples clean install help
+.PHONY: all $(EXAMPLES) 03_allreduce_lsa 04_allreduce_fast test test-gpu test-kernels test-faults test-nccl-matrix test-without-mpi test-mutants test-under-load test-slurm test-no-cuda test-coverage run-examples clean install help
 all: $(EXAMPLES)
 
 $(EXAMPLES) 03_allreduce_lsa 04_allreduce_fast:
@@ -49,6 +49,13 @@ test-under-load:
 # How many plausible one-line bugs the suite catches (tests/mutants/).
 test-mutants:
 	bash tests/mutants.sh
+
+# The suite once more, measured (gcc --coverage): line and branch coverage
+# per file of common/, instruments/, tools/whatran and tests/sim, and the
+# simulation's rule sites and the verdict phrases no case reaches
+# (tests/coverage.sh; gcovr from pip the first time).
+test-coverage:
+	bash tests/coverage.sh
 
 # The programs under a Slurm cluster of its own, as an unprivileged user,
 # from a path with spaces (as root; tests/slurm.sh).
@@ -94,6 +101,7 @@ help:
 	@echo "make test-slurm      the programs under a Slurm cluster of its own (as root; Slurm and munge installed)"
 	@echo "make test-no-cuda    tools/simulate.sh built from pip wheels' headers alone (downloads them)"
 	@echo "make test-mutants    the one-line bugs of tests/mutants/mutants.txt against the cases that should catch them (no GPU needed; minutes)"
+	@echo "make test-coverage   the suite once, measured: line and branch coverage per file, rule sites and verdict phrases no case reaches (installs gcovr with pip)"
 	@echo "make run-examples    build and run each example once (needs a GPU; MPI=1: mpirun -np NP, default 2)"
 	@echo "make install         install to \$$(DESTDIR)\$$(PREFIX)/bin (default /usr/local)"
 	@echo "make clean           remove everything built"
