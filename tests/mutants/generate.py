@@ -238,10 +238,13 @@ def sample(root, seed, count):
             (path,) + m + (cases,) for m in mutants_of_text(text))
     rng = random.Random(seed)
     names = sorted(every)
-    chosen = []
+    drawn = []
     for k, name in enumerate(names):
         share = count // len(names) + (k < count % len(names))
-        chosen += rng.sample(every[name], min(share, len(every[name])))
+        drawn.append(rng.sample(every[name], min(share, len(every[name]))))
+    # Taken in turn from each folder: a run cut short has some of each.
+    chosen = [m for i in range(max(map(len, drawn), default=0)) for d in drawn if i < len(d)
+              for m in [d[i]]]
     return chosen, sum(len(v) for v in every.values())
 
 
