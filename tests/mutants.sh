@@ -110,7 +110,8 @@ SEED=${MUTANT_SEED:-$(($(date +%s) % 100000))}
 SAMPLE=${MUTANTS_SAMPLE:-40}
 LIMIT=${MUTANT_RUN_LIMIT:-600}
 mkdir -p "$WORK"
-rm -rf "$WORK/out" "$WORK/logs" "$WORK/results.tsv" "$WORK/control"
+rm -rf "$WORK/out" "$WORK/logs" "$WORK/results.tsv"
+[ "${MUTANT_CONTROL:-1}" = 0 ] || rm -rf "$WORK/control"
 mkdir -p "$WORK/out" "$WORK/control"
 : >"$WORK/results.tsv"
 
@@ -181,16 +182,30 @@ control() {
   [ -n "$filters" ] || return 0
   (cd "$tree" && TEST_RUN_LIMIT=3600 TEST_LOGS="$WORK/control/logs-$k" TEST_FILTER="$filters" bash tests/run_tests.sh) >"$WORK/control/$k.out" 2>&1
 }
-failed=0
-[ "${MUTANT_CONTROL:-1}" = 0 ] && echo "# control: not run (MUTANT_CONTROL=0)"
+[ "${MUTANT_CONTROL:-1}" = 0 ] && echo "# control: not run (MUTANT_CONTROL=0): the last control's failures stand"
 for ((k = 1; k <= JOBS; k++)); do control "$k" & done
-for ((k = 1; k <= JOBS; k++)); do wait -n || failed=1; done
-if [ $failed != 0 ]; then
-  echo "test-mutants: without any mutant, some of the cases fail (see $WORK/control/):"
-  grep -hE '^not ok' "$WORK/control/"*.out | head -n 5
-  exit 1
+wait
+# A case that fails without a mutant (a timing case on a busy machine)
+# can kill nothing: it is left out of every mutant's cases, named here,
+# and the run fails at its end.
+if [ "${MUTANT_CONTROL:-1}" != 0 ]; then
+  cat "$WORK/control/"*.out 2>/dev/null | sed -n 's/^not ok [0-9]* - \([^:]*\):.*/\1/p' >"$WORK/control/failed"
+  echo "# control: $(cat "$WORK/control/"*.out 2>/dev/null | grep -cE '^ok [0-9]+ - ') cases pass without any mutant ($(($(date +%s) - start)) s)"
 fi
-[ "${MUTANT_CONTROL:-1}" = 0 ] || echo "# control: the $(cat "$WORK/control/"*.out | grep -cE '^ok [0-9]+ - ') cases pass without any mutant ($(($(date +%s) - start)) s)"
+touch "$WORK/control/failed"
+while read -r name; do
+  echo "# control: $name fails without any mutant: left out of every mutant's cases"
+done <"$WORK/control/failed"
+# cases_of FILTER: the filter, or without the cases that failed the
+# control, the list of the others' names.
+cases_of() {
+  if [ ! -s "$WORK/control/failed" ] || ! grep -qE -- "$1" "$WORK/control/failed"; then
+    printf '%s\n' "$1"
+    return
+  fi
+  (cd "$2" && TEST_LIST=1 TEST_FILTER="$1" bash tests/run_tests.sh 2>/dev/null) | grep -vxF -f "$WORK/control/failed" |
+    sed 's/[][\.*^$(){}+?|]/\\&/g' | paste -sd'|' | sed 's/.*/^(&)$/'
+}
 
 # One mutant: its verdict on a line of results.tsv (kind, folder, verdict,
 # name, FILE:LINE, the change, what killed it or why not run).
@@ -231,7 +246,7 @@ open(p, "w").write("\n".join(lines))' "$target" "$from" "$to"
     python3 tests/mutants/generate.py apply "$target" "$target" "$line" "$col" "$from" "$to"
   fi
   out=$WORK/out/$n.out
-  (cd "$tree" && TEST_RUN_LIMIT=$LIMIT TEST_LOGS="$WORK/logs/$n" TEST_FILTER="$cases" bash tests/run_tests.sh) >"$out" 2>&1
+  (cd "$tree" && TEST_RUN_LIMIT=$LIMIT TEST_LOGS="$WORK/logs/$n" TEST_FILTER="$(cases_of "$cases" "$tree")" bash tests/run_tests.sh) >"$out" 2>&1
   status=$?
   cp "$tree.original" "$target"
   ran=$(grep -cE '^(not )?ok [0-9]+ - ' "$out")
@@ -260,13 +275,17 @@ wait
 
 echo "# $(($(date +%s) - start)) s; MUTANTS_SAMPLE=$SAMPLE MUTANT_SEED=$SEED; results in $WORK/results.tsv"
 score "$WORK/results.tsv"
-python3 - "$WORK/results.tsv" <<'PY'
+python3 - "$WORK/results.tsv" "$WORK/control/failed" <<'PY'
 import sys
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])]
 stale = sum(1 for r in rows if r[2] == "STALE")
+control = open(sys.argv[2]).read().split("\n") if len(sys.argv) > 2 else []
+control = [c for c in control if c]
+if control:
+    print(f"# {len(control)} case(s) failed without any mutant (named above)")
 listed = [r for r in rows if r[0] == "listed" and r[2] in ("killed", "SURVIVED")]
 killed = sum(1 for r in listed if r[2] == "killed")
 rate = 100 * killed // len(listed) if listed else 100
 print(f"# {stale} stale; listed mutants: kill rate {rate}% of {len(listed)} run (at least 90% wanted)")
-sys.exit(1 if stale or rate < 90 else 0)
+sys.exit(1 if stale or rate < 90 or control else 0)
 PY
