@@ -23,6 +23,8 @@
 #   MUTANT_PART=K/N    only the K-th of N equal parts of the generated
 #                      sample (a long sample run in pieces)
 #   MUTANT_RUN_LIMIT=s the limit of each mutant's run (default 600)
+#   MUTANT_JOIN=K      one more worker, in copy wK, for the run under way
+#                      (its queue, its control; prints its own verdicts)
 #   MUTANT_CONTROL=0   no control run (the next piece of a sample whose
 #                      control an earlier piece ran on the same tree)
 #   tests/mutants.sh --score FILE...   the score of earlier runs' results
@@ -109,11 +111,14 @@ JOBS=${MUTANT_JOBS:-2}
 SEED=${MUTANT_SEED:-$(($(date +%s) % 100000))}
 SAMPLE=${MUTANTS_SAMPLE:-40}
 LIMIT=${MUTANT_RUN_LIMIT:-600}
+JOIN=${MUTANT_JOIN:-}
 mkdir -p "$WORK"
-rm -rf "$WORK/out" "$WORK/logs" "$WORK/results.tsv"
-[ "${MUTANT_CONTROL:-1}" = 0 ] || rm -rf "$WORK/control"
-mkdir -p "$WORK/out" "$WORK/control"
-: >"$WORK/results.tsv"
+if [ -z "$JOIN" ]; then
+  rm -rf "$WORK/out" "$WORK/logs" "$WORK/results.tsv"
+  [ "${MUTANT_CONTROL:-1}" = 0 ] || rm -rf "$WORK/control"
+  mkdir -p "$WORK/out" "$WORK/control"
+  : >"$WORK/results.tsv"
+fi
 
 # A worker's scratch copy: the tracked files (or, outside git, every file
 # but build folders), its own build folders kept between runs. Everything
@@ -135,8 +140,8 @@ copy_tree() {
 #   kind name folder file cases why line col from to
 # listed: why is `-` or its reason of equivalence, line and col `-`;
 # generated: its name is FILE:LINE:COLUMN, why `-`.
-echo "# generated mutants: MUTANTS_SAMPLE=$SAMPLE MUTANT_SEED=$SEED${MUTANT_PART:+ MUTANT_PART=$MUTANT_PART}"
-python3 - "$SEED" "$SAMPLE" >"$WORK/queue.tsv" <<'PY' || exit 1
+[ -n "$JOIN" ] || echo "# generated mutants: MUTANTS_SAMPLE=$SAMPLE MUTANT_SEED=$SEED${MUTANT_PART:+ MUTANT_PART=$MUTANT_PART}"
+[ -n "$JOIN" ] || python3 - "$SEED" "$SAMPLE" >"$WORK/queue.tsv" <<'PY' || exit 1
 import os, re, sys
 sys.path.insert(0, "tests/mutants")
 import generate
@@ -183,12 +188,16 @@ control() {
   (cd "$tree" && TEST_RUN_LIMIT=3600 TEST_LOGS="$WORK/control/logs-$k" TEST_FILTER="$filters" bash tests/run_tests.sh) >"$WORK/control/$k.out" 2>&1
 }
 [ "${MUTANT_CONTROL:-1}" = 0 ] && echo "# control: not run (MUTANT_CONTROL=0): the last control's failures stand"
-for ((k = 1; k <= JOBS; k++)); do control "$k" & done
-wait
+if [ -n "$JOIN" ]; then
+  MUTANT_CONTROL=0 control "$JOIN"
+else
+  for ((k = 1; k <= JOBS; k++)); do control "$k" & done
+  wait
+fi
 # A case that fails without a mutant (a timing case on a busy machine)
 # can kill nothing: it is left out of every mutant's cases, named here,
 # and the run fails at its end.
-if [ "${MUTANT_CONTROL:-1}" != 0 ]; then
+if [ "${MUTANT_CONTROL:-1}" != 0 ] && [ -z "$JOIN" ]; then
   cat "$WORK/control/"*.out 2>/dev/null | sed -n 's/^not ok [0-9]* - \([^:]*\):.*/\1/p' >"$WORK/control/failed"
   echo "# control: $(cat "$WORK/control/"*.out 2>/dev/null | grep -cE '^ok [0-9]+ - ') cases pass without any mutant ($(($(date +%s) - start)) s)"
 fi
@@ -260,7 +269,7 @@ open(p, "w").write("\n".join(lines))' "$target" "$from" "$to"
   fi
 }
 # A worker takes the next mutant of the queue until none is left.
-echo 1 >"$WORK/next"
+[ -n "$JOIN" ] || echo 1 >"$WORK/next"
 worker() {
   local k=$1 n
   while :; do
@@ -270,6 +279,10 @@ worker() {
   done
 }
 printf '%-10s %-44s %s\n' verdict mutant "case that killed it / why not run"
+if [ -n "$JOIN" ]; then
+  worker "$JOIN"
+  exit 0
+fi
 for ((k = 1; k <= JOBS; k++)); do worker "$k" & done
 wait
 
