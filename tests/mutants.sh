@@ -23,6 +23,8 @@
 #   MUTANT_PART=K/N    only the K-th of N equal parts of the generated
 #                      sample (a long sample run in pieces)
 #   MUTANT_RUN_LIMIT=s the limit of each mutant's run (default 600)
+#   MUTANT_WORK=dir    where the copies, logs and results go (default
+#                      tests/build/mutants)
 #   MUTANT_JOIN=K      one more worker, in copy wK, for the run under way
 #                      (its queue, its control; prints its own verdicts)
 #   MUTANT_CONTROL=0   no control run (the next piece of a sample whose
@@ -106,7 +108,7 @@ if [ "${1:-}" = --score ]; then
   exit
 fi
 
-WORK=$ROOT/tests/build/mutants
+WORK=${MUTANT_WORK:-$ROOT/tests/build/mutants}
 JOBS=${MUTANT_JOBS:-2}
 SEED=${MUTANT_SEED:-$(($(date +%s) % 100000))}
 SAMPLE=${MUTANTS_SAMPLE:-40}
