@@ -5,7 +5,7 @@
 #    chosen by hand, with the cases that should catch it; one marked
 #    `equivalent` is listed with its reason and not run; one whose line no
 #    longer occurs exactly once is STALE and fails the run;
-#  - generated: MUTANTS_SAMPLE (default 40) of the one-token changes of
+#  - generated: MUTANTS_SAMPLE (default 24) of the one-token changes of
 #    tests/mutants/generate.py, drawn with MUTANT_SEED (default: the time;
 #    printed, so that a run can be repeated), each against the cases that
 #    tests/mutants/coverage.txt names for its file. Before it runs, each is
@@ -111,7 +111,7 @@ fi
 WORK=${MUTANT_WORK:-$ROOT/tests/build/mutants}
 JOBS=${MUTANT_JOBS:-2}
 SEED=${MUTANT_SEED:-$(($(date +%s) % 100000))}
-SAMPLE=${MUTANTS_SAMPLE:-40}
+SAMPLE=${MUTANTS_SAMPLE:-24}
 LIMIT=${MUTANT_RUN_LIMIT:-600}
 JOIN=${MUTANT_JOIN:-}
 mkdir -p "$WORK"
