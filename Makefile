@@ -46,7 +46,9 @@ test-nccl-matrix:
 test-under-load:
 	bash tests/under_load.sh
 
-# How many plausible one-line bugs the suite catches (tests/mutants/).
+# How many plausible one-line bugs the suite catches: the listed ones and a
+# seeded sample of generated ones (tests/mutants/; MUTANT_JOBS, MUTANT_SEED,
+# MUTANTS_SAMPLE).
 test-mutants:
 	bash tests/mutants.sh
 
@@ -100,7 +102,7 @@ help:
 	@echo "make test-under-load the suite beside a CPU hog of twice the cores (minutes more)"
 	@echo "make test-slurm      the programs under a Slurm cluster of its own (as root; Slurm and munge installed)"
 	@echo "make test-no-cuda    tools/simulate.sh built from pip wheels' headers alone (downloads them)"
-	@echo "make test-mutants    the one-line bugs of tests/mutants/mutants.txt against the cases that should catch them (no GPU needed; minutes)"
+	@echo "make test-mutants    the one-line bugs of tests/mutants/mutants.txt and a sample of generated ones against the cases that should catch them (no GPU needed; up to half an hour)"
 	@echo "make test-coverage   the suite once, measured: line and branch coverage per file, rule sites and verdict phrases no case reaches (installs gcovr with pip)"
 	@echo "make run-examples    build and run each example once (needs a GPU; MPI=1: mpirun -np NP, default 2)"
 	@echo "make install         install to \$$(DESTDIR)\$$(PREFIX)/bin (default /usr/local)"

@@ -88,7 +88,8 @@ if mpi_cases $c && lsa_case $c; then # NCCL_HOSTID per process: deviceApiSupport
 fi
 # Several LSA teams with device API support: a layout no recorded run had,
 # which the simulation gives with SIM_LSA_TEAM_SIZE.
-refusal two-lsa-teams "this communicator has 2 LSA teams, and this kernel needs one" SIM_LSA_TEAM_SIZE=1
+refusal two-lsa-teams "this communicator has 2 LSA teams, and this kernel needs one" SIM_LSA_TEAM_SIZE=1 \
+  "Why not the lesson's kernel: 2 LSA teams on ranks 0-1: ranks on different nodes (NCCL_HOSTID too) or without NVLink between them cannot load and store each other's memory"
 
 # A broken kernel, named by the simulation's rules (exit 70), whatever the
 # schedule: each edit is made to a copy of the lesson, built as the

@@ -135,6 +135,19 @@ if begin checks/mutants-lines-current-control; then
   end
 fi
 
+# The generated mutants of `make test-mutants` are what tests/mutants/
+# generate.py's docstring defines: the mutants of a small C file
+# (tests/data/mutants/fixture.c) are the hand-checked list beside it, a
+# seed always draws the same sample (another seed another), and each
+# mutant of a sample changes one token (or deletes one statement). Its
+# control is a mutant of the generator in tests/mutants/mutants.txt.
+if begin checks/mutants-generator; then
+  run python3 tests/mutants/generate.py selftest
+  want_status 0
+  want_out ": 0 wrong"
+  end
+fi
+
 # The suite owns its environment (tests/lib/environment.sh): a small
 # filtered run under a hostile environment gives the verdicts of a clean
 # one. The control runs the same with TEST_KEEP_ENV=1 and wants exactly the
