@@ -167,3 +167,26 @@ PY
   no_violation
   end
 fi
+
+# Ranks whose kernels differ in name but not in engine (rank 1 loads an
+# NCCL that names its regular AllReduce kernel as 2.31 does): the engine
+# column says "mixed", and kernel_names gives each rank's, not rank 0's.
+c=cupti/mpi/allreduce_sm-bench-engine-names-differ
+if begin "$c" && mpi_cases "$c"; then
+  need programs-simcupti-mpi
+  SIM_DIR=$TMPDIR run "${MPIRUN[@]}" -np 2 sh -c 'SIM_NCCL_VERSION=$([ "$OMPI_COMM_WORLD_RANK" = 0 ] && echo 23007 || echo 23203) exec "$0" "$@"' \
+    "$B/simcupti-mpi/allreduce_sm" --bench -b 4K -e 4K -w 1 -i 2 --csv "$f.csv"
+  want_status 0
+  python3 - "$f.csv" >"$f.csvcheck" 2>&1 <<'PY' || why+="$(head -n 2 "$f.csvcheck" | tr '\n' ' ')"
+import csv, sys
+want = {"sym": ("SYM", "ncclSymkDevKernel_AllReduce_AGxLL_R_sum_f32"),
+        "plain": ("mixed", "r0:SM:ncclDevKernel_AllReduce_Sum_f32_RING_LL r1:SM:ncclDevKernel_AllReduce_f32_RING")}
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert sorted(r["mode"] for r in rows) == ["plain", "sym"], [r["mode"] for r in rows]
+for r in rows:
+    engine, names = want[r["mode"]]
+    assert (r["engine"], r["kernel_names"]) == (engine, names), f"{r['mode']}: {r['engine']} {r['kernel_names']}"
+PY
+  no_violation
+  end
+fi
