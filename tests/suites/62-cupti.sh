@@ -60,6 +60,22 @@ if begin cupti/pthread/allgather_ce-2-sharing-one-gpu; then
     "What ran: AllGather ran on the copy engines: 0 kernels, 4 copies on every rank"
   end
 fi
+# The same two ranks without symmetric support: the Why line has the
+# windows' cause and no P2P one (a GPU has no CUDA P2P access to itself:
+# cudaDeviceCanAccessPeer says 0, which is no cause here).
+for p in $PROGRAMS; do
+  if begin "cupti/pthread/$p-2-sharing-one-gpu-no-symmetric"; then
+    SIM_DEVICES=1 SIM_NCCL_VERSION=23007 NCCL_MULTI_RANK_GPU_ENABLE=1 SIM_NO_SYMMETRIC=1 \
+      sim_run simcupti-pthread "$p" 2 -n 1024
+    want_status 0
+    why_line=$([ $p = allgather_ce ] && echo "Why not the copy engines" || echo "Why no symmetric kernel")
+    [ "$(grep "^Why " "$f.out")" = "$why_line: NULL windows on ranks 0-1: NCCL registered no window (NCCL_DEBUG=INFO: NCCL's INIT log says why)" ] ||
+      why+="the Why line: '$(grep "^Why " "$f.out")'; "
+    no_out "CUDA P2P"
+    no_violation
+    end
+  fi
+done
 if begin cupti/mpi/allgather_ce-4-copy-engines && mpi_cases "$name"; then
   what_ran_line simcupti-mpi allgather_ce 4 \
     "What ran: AllGather ran on the copy engines: 0 kernels, 10 copies on every rank"
