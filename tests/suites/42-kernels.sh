@@ -237,6 +237,18 @@ if lsa_case kernels/hang/one-rank-syncs-once-more-watchdog; then
   want_err "rank 0 waits for its GPU, whose queued work has not ended: a kernel of your own that syncs LSA barriers waits there for the same CTA of every peer"
   end
 fi
+# The same with rank 1's kernel syncing once more: the hint names rank 1,
+# the rank blamed, not rank 0.
+if lsa_case kernels/hang/rank-1-syncs-once-more-watchdog; then
+  kernel_program rank-1-syncs-once-more - 's/^  bar.sync(ncclCoopCta(), cuda::memory_order_release);$/&\n  if (devComm.lsaRank == 1)\n    bar.sync(ncclCoopCta(), cuda::memory_order_relaxed);/'
+  grep -q "if (devComm.lsaRank == 1)" "$KP/main.cu" || why+="the edit did not apply; "
+  SIM_DIR=$TMPDIR SIM_DEVICES=2 NTHREADS=2 SIM_SEED=1 SIM_TIMEOUT_MS=600000 run "$KP/pthread" -n $SMALL --timeout 2
+  want_status 3
+  want_err "rank 1's call has not returned after --timeout 2 s"
+  want_err "rank 1 waits for its GPU, whose queued work has not ended: a kernel of your own that syncs LSA barriers waits there for the same CTA of every peer"
+  no_err "rank 0 waits for its GPU"
+  end
+fi
 
 # A learner's own kernel: the lesson folder and common/ copied out of the
 # repository (to a path with a space), run on the simulation with one
