@@ -178,6 +178,25 @@ if lsa_case lsa/simulate/refuses-nccl-h-2.30.6; then
   end
 fi
 
+# An nccl.h of exactly 2.30.7, the minimum, is taken: simulate.sh goes on
+# to build against it (a stand-in make, first on PATH, records the headers
+# it was given and fails, so that no build of the suite is touched).
+if lsa_case lsa/simulate/takes-nccl-h-2.30.7; then
+  mkdir -p "$TMPDIR/nccl-2.30.7/include" "$TMPDIR/cuda-without-nccl/include" "$TMPDIR/stand-in-make"
+  printf '#define NCCL_VERSION_CODE 23007\n' >"$TMPDIR/nccl-2.30.7/include/nccl.h"
+  printf '#!/bin/sh\necho "$LSA_NCCL_HOME" >"%s"\nexit 1\n' "$TMPDIR/make-was-given" >"$TMPDIR/stand-in-make/make"
+  chmod +x "$TMPDIR/stand-in-make/make"
+  rm -f "$TMPDIR/make-was-given"
+  PATH=$TMPDIR/stand-in-make:$PATH NCCL_HOME=$TMPDIR/nccl-2.30.7 CUDA_HOME=$TMPDIR/cuda-without-nccl \
+    run "$ROOT/tools/simulate.sh" allreduce_lsa -n $SMALL
+  want_status 1
+  no_err "needs an nccl.h >= 2.30.7"
+  want_err "simulate.sh: building the simulated allreduce_lsa failed"
+  [ "$(cat "$TMPDIR/make-was-given" 2>/dev/null)" = "$TMPDIR/nccl-2.30.7" ] ||
+    why+="make was given LSA_NCCL_HOME='$(cat "$TMPDIR/make-was-given" 2>/dev/null)', wanted $TMPDIR/nccl-2.30.7; "
+  end
+fi
+
 # --bench where the lesson would refuse its kernel (two LSA teams): each
 # rank says why, as the lesson does, and sym and plain are still measured.
 if lsa_case lsa/bench/lsa-left-out-with-two-lsa-teams; then
