@@ -4,7 +4,7 @@
 # Cases: lsa/lsa-pthread/allreduce_lsa-N and lsa/lsa-mpi/allreduce_lsa-N
 # (threads, MPI), lsa/refuse/... (what the lesson refuses, in one line),
 # lsa/rules/... (a broken kernel named by the simulation), lsa/simulate/...,
-# lsa/bench/... (--bench, mode lsa)
+# lsa/bench/... (--bench, mode lsa), lsa/properties/... (tests/oracles/properties.py)
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
 # Lane: second (tests/run_tests.sh runs the lanes of a whole run at once)
 
@@ -42,6 +42,19 @@ for variant in lsa-pthread lsa-mpi; do
     end
   done
 done
+# Properties (tests/oracles/properties.py): rank counts and counts of
+# every remainder modulo 4 and modulo the rank count, each run's output
+# the oracle's; make test a few, make test-properties (PROPERTY_MATRIX=
+# full) every one.
+while read -r n count; do
+  lsa_case "lsa/properties/pthread-$n-count-$count" || continue
+  expected allreduce_lsa "$n" --count "$count" --gpus 8 $LSA_MEASURED >"$f.expected"
+  lsa_run lsa-pthread "$n" -n "$count"
+  want_status 0
+  want_out_file "$f.expected"
+  no_violation
+  end
+done < <(python3 "$ROOT/tests/oracles/properties.py" "${PROPERTY_MATRIX:-quick}")
 if lsa_case lsa/lsa-pthread/allreduce_lsa-4-count-1048576; then # as users run it
   expected allreduce_lsa 4 --gpus 8 $LSA_MEASURED >"$f.expected"
   lsa_run lsa-pthread 4
