@@ -37,7 +37,8 @@ test-properties:
 	PROPERTY_MATRIX=full TEST_FILTER='^(lsa|fast)/properties/' bash tests/run_tests.sh
 
 # What only a machine with a GPU can check: the suite's GPU cases,
-# compute-sanitizer, the docs' GPU blocks (tools/check_gpu_machine.sh).
+# compute-sanitizer, the docs' GPU blocks, What ran under PyTorch where it
+# is (tools/check_gpu_machine.sh).
 test-gpu:
 	bash tools/check_gpu_machine.sh
 
@@ -90,7 +91,7 @@ help:
 	@echo "make 04_allreduce_fast build ./allreduce_fast (the same needs; not part of make)"
 	@echo "make MPI=1           build for mpirun (one process per GPU)"
 	@echo "make test            run the test suite (no GPU needed; about 5 minutes on 2 cores)"
-	@echo "make test-gpu        what needs a GPU: the GPU cases, compute-sanitizer, the docs' GPU blocks (NCCL_HOME=dir for allreduce_lsa)"
+	@echo "make test-gpu        what needs a GPU: the GPU cases, compute-sanitizer, the docs' GPU blocks, PyTorch where it is (NCCL_HOME=dir for allreduce_lsa)"
 	@echo "make test-kernels    kernels on the simulated GPU's memory at 2-8 ranks, 20 seeds (no GPU needed; half an hour)"
 	@echo "make test-properties the device API lessons at 1-8 ranks, counts of every remainder mod 4 and ranks (no GPU needed; minutes)"
 	@echo "make test-faults     the whole fault matrix (no GPU needed; minutes)"
