@@ -369,10 +369,12 @@ fi
 # Several LSA teams (SIM_LSA_TEAM_SIZE=2 at 4 ranks: ranks 0-1 and 2-3):
 # ncclGetLsaPointer's peer is a rank of the caller's own LSA team (NCCL
 # 2.30.7 nccl_device/impl/core__funcs.h: the team's flat mapping, peer
-# times its stride), so each team sums its own ranks, 0 + 1 = 1 and
-# 2 + 3 = 5. The lesson, which refuses more than one team, with that
-# refusal taken out and the sum it expects per team.
-TEAMS_OF_2='s/^                                  props.nLsaTeams))$/                                  1))/; s|const float expected = (float)total_ranks \* (float)(total_ranks - 1) / 2.0f;|const float expected = (float)(2 * (my_rank - my_rank % 2) + 1); /* teams of 2 */|'
+# times its stride), so each team sums its own ranks' values: element i
+# of a team whose first rank is t is pattern_value(t, i) + pattern_value(t
+# + 1, i) (common/src/verify.c, the lesson's fill). The lesson, which
+# refuses more than one team, with that refusal taken out and the sum it
+# expects per team.
+TEAMS_OF_2='s/^                                  props.nLsaTeams))$/                                  1))/; s|^  const int ok = verify_allreduce_pattern(ctx, h_result, count);$|  const int t = my_rank - my_rank % 2; int mine = 1; for (size_t i = 0; i < count; i++) mine \&= h_result[i] == pattern_value(t, i) + pattern_value(t + 1, i); const int ok = all_ranks_ok(ctx, mine); print_root(ctx, ok ? "Results verified correctly\\n" : "Results verification failed\\n"); /* teams of 2 */|'
 if lsa_case kernels/correct/two-lsa-teams/threads-4-seed-1; then
   kernel_program two-lsa-teams - "$TEAMS_OF_2"
   [ "$(grep -c "teams of 2\|^                                  1))$" "$KP/main.cu")" = 2 ] || why+="the edits did not apply; "
