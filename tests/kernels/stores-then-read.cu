@@ -1,7 +1,7 @@
-/* The kernel writes its own send window (the rank's number) before the
- * middle barrier, which must release those stores and acquire the peers':
- * acq_rel. Then each rank sums every peer's send window into its own
- * receive window. */
+/* The kernel writes its own send window (the lesson's fill:
+ * common/src/verify.c, pattern_value) before the middle barrier, which
+ * must release those stores and acquire the peers': acq_rel. Then each
+ * rank sums every peer's send window into its own receive window. */
 __global__ void simpleAllReduceKernel(ncclWindow_t sendwin, size_t sendoffset,
                                       ncclWindow_t recvwin, size_t recvoffset,
                                       size_t count, struct ncclDevComm devComm)
@@ -15,7 +15,7 @@ __global__ void simpleAllReduceKernel(ncclWindow_t sendwin, size_t sendoffset,
   const size_t nthreads = (size_t)blockDim.x * gridDim.x;
   float *send = (float *)ncclGetLsaPointer(sendwin, sendoffset, rank);
   for (size_t i = tid; i < count; i += nthreads)
-    send[i] = (float)rank;
+    send[i] = (float)(rank + 1) + 16.0f * (float)(i % 251);
   bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel); /* middle */
   float *recv = (float *)ncclGetLsaPointer(recvwin, recvoffset, rank);
   for (size_t i = tid; i < count; i += nthreads) {

@@ -106,11 +106,12 @@ def lesson(program, n, count, ngpus, null_windows=False, local_registration=None
         out += [f"  Rank {r} communicator initialized using device {r % ngpus}" for r in ranks]
         out += [f"  Rank {r}: device API supported, 1 LSA team" for r in ranks]
         out += [f"  Rank {r} allocating {mb(size)} MB per buffer" for r in ranks]
-        out += [f"  Rank {r} data initialized (value: {r})" for r in ranks]
+        out += [f"  Rank {r} data initialized" for r in ranks]
         out += [f"  Rank {r} created device communicator with {LSA_BARRIERS} LSA barriers" for r in ranks]
         out.append(f"Starting AllReduce with {count} elements ({size // 1048576} MB) using Device API")
         out.append("AllReduce kernel completed")
-        total = n * (n - 1) // 2
+        # element 0 of rank r is r + 1 (common/src/verify.c, pattern_value)
+        total = n * (n + 1) // 2
         out.append(f"Verification - Expected: {total}.0, Got: {total}.0")
     elif program == "allreduce_fast":
         per_gpu = -(-n // ngpus)

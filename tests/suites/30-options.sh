@@ -176,6 +176,7 @@ OPTION_EDGES='-n 0 refused
 -r 1001 refused --bench -i 2000
 -r 5 refused --bench -i 4
 --timeout 0 accepted
+--timeout 00 accepted
 --timeout 86400 accepted
 --timeout 86401 refused
 --timeout -1 refused

@@ -4,7 +4,7 @@
 # Cases: lsa/lsa-pthread/allreduce_lsa-N and lsa/lsa-mpi/allreduce_lsa-N
 # (threads, MPI), lsa/refuse/... (what the lesson refuses, in one line),
 # lsa/rules/... (a broken kernel named by the simulation), lsa/simulate/...,
-# lsa/bench/... (--bench, mode lsa)
+# lsa/bench/... (--bench, mode lsa), lsa/properties/... (tests/oracles/properties.py)
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
 # Lane: second (tests/run_tests.sh runs the lanes of a whole run at once)
 
@@ -24,18 +24,37 @@ lsa_run() {
 }
 
 
+# At 3, 5, 6 and 7 ranks (which do not divide the grid's 16 CTAs) a count
+# past one stride of the grid (16 CTAs x 512 threads = 8192 floats), so
+# that a thread's second element is reached: a stride that leaves out the
+# ranks (each rank as if alone) has two ranks store one element there.
 for variant in lsa-pthread lsa-mpi; do
   for n in 1 2 3 4 5 6 7 8; do
     [ $variant = lsa-mpi ] && [[ " 1 2 4 8 " != *" $n "* ]] && continue
     lsa_case "lsa/$variant/allreduce_lsa-$n" || continue
-    expected allreduce_lsa "$n" --count $SMALL --mode "$(mode_of $variant)" --gpus 8 $LSA_MEASURED >"$f.expected"
-    lsa_run $variant "$n" -n $SMALL
+    count=$SMALL
+    [[ " 3 5 6 7 " == *" $n "* ]] && count=12289
+    expected allreduce_lsa "$n" --count $count --mode "$(mode_of $variant)" --gpus 8 $LSA_MEASURED >"$f.expected"
+    lsa_run $variant "$n" -n $count
     want_status 0
     want_out_file "$f.expected"
     no_violation
     end
   done
 done
+# Properties (tests/oracles/properties.py): rank counts and counts of
+# every remainder modulo 4 and modulo the rank count, each run's output
+# the oracle's; make test a few, make test-properties (PROPERTY_MATRIX=
+# full) every one.
+while read -r n count; do
+  lsa_case "lsa/properties/pthread-$n-count-$count" || continue
+  expected allreduce_lsa "$n" --count "$count" --gpus 8 $LSA_MEASURED >"$f.expected"
+  lsa_run lsa-pthread "$n" -n "$count"
+  want_status 0
+  want_out_file "$f.expected"
+  no_violation
+  end
+done < <(python3 "$ROOT/tests/oracles/properties.py" "${PROPERTY_MATRIX:-quick}")
 if lsa_case lsa/lsa-pthread/allreduce_lsa-4-count-1048576; then # as users run it
   expected allreduce_lsa 4 --gpus 8 $LSA_MEASURED >"$f.expected"
   lsa_run lsa-pthread 4
@@ -243,6 +262,26 @@ with zipfile.ZipFile(sys.argv[1], "w") as z:
   run "${alone[@]}"
   want_status 2
   want_err "simulate.sh: allreduce_lsa needs an nccl.h >= 2.30.7 (the device API), and NCCL_HOME=(unset) and $TMPDIR/cuda-without-nccl/include have none, nor the test suite's tests/build/lsa-nccl, nor $wheels"
+  end
+fi
+
+# An nccl.h of exactly 2.30.7, the minimum, is taken: simulate.sh goes on
+# to build against it (a stand-in make, first on PATH, records the headers
+# it was given and fails, so that no build of the suite is touched).
+if lsa_case lsa/simulate/takes-nccl-h-2.30.7; then
+  mkdir -p "$TMPDIR/nccl-2.30.7/include" "$TMPDIR/cuda-without-nccl/include" "$TMPDIR/stand-in-make"
+  printf '#define NCCL_VERSION_CODE 23007\n' >"$TMPDIR/nccl-2.30.7/include/nccl.h"
+  printf '#!/bin/sh\necho "$LSA_NCCL_HOME" >"%s"\nexit 1\n' "$TMPDIR/make-was-given" >"$TMPDIR/stand-in-make/make"
+  chmod +x "$TMPDIR/stand-in-make/make"
+  rm -f "$TMPDIR/make-was-given"
+  PATH=$TMPDIR/stand-in-make:$PATH NCCL_HOME=$TMPDIR/nccl-2.30.7 CUDA_HOME=$TMPDIR/cuda-without-nccl \
+    run "$ROOT/tools/simulate.sh" allreduce_lsa -n $SMALL
+  want_status 1
+  no_err "needs an nccl.h >= 2.30.7"
+  want_err "simulate.sh: allreduce_lsa with nccl.h 2.30.7 of NCCL_HOME ($TMPDIR/nccl-2.30.7)"
+  want_err "simulate.sh: building the simulated allreduce_lsa failed"
+  [ "$(cat "$TMPDIR/make-was-given" 2>/dev/null)" = "$TMPDIR/nccl-2.30.7" ] ||
+    why+="make was given LSA_NCCL_HOME='$(cat "$TMPDIR/make-was-given" 2>/dev/null)', wanted $TMPDIR/nccl-2.30.7; "
   end
 fi
 

@@ -237,6 +237,18 @@ if lsa_case kernels/hang/one-rank-syncs-once-more-watchdog; then
   want_err "rank 0 waits for its GPU, whose queued work has not ended: a kernel of your own that syncs LSA barriers waits there for the same CTA of every peer"
   end
 fi
+# The same with rank 1's kernel syncing once more: the hint names rank 1,
+# the rank blamed, not rank 0.
+if lsa_case kernels/hang/rank-1-syncs-once-more-watchdog; then
+  kernel_program rank-1-syncs-once-more - 's/^  bar.sync(ncclCoopCta(), cuda::memory_order_release);$/&\n  if (devComm.lsaRank == 1)\n    bar.sync(ncclCoopCta(), cuda::memory_order_relaxed);/'
+  grep -q "if (devComm.lsaRank == 1)" "$KP/main.cu" || why+="the edit did not apply; "
+  SIM_DIR=$TMPDIR SIM_DEVICES=2 NTHREADS=2 SIM_SEED=1 SIM_TIMEOUT_MS=600000 run "$KP/pthread" -n $SMALL --timeout 2
+  want_status 3
+  want_err "rank 1's call has not returned after --timeout 2 s"
+  want_err "rank 1 waits for its GPU, whose queued work has not ended: a kernel of your own that syncs LSA barriers waits there for the same CTA of every peer"
+  no_err "rank 0 waits for its GPU"
+  end
+fi
 
 # A learner's own kernel: the lesson folder and common/ copied out of the
 # repository (to a path with a space), run on the simulation with one
@@ -357,10 +369,12 @@ fi
 # Several LSA teams (SIM_LSA_TEAM_SIZE=2 at 4 ranks: ranks 0-1 and 2-3):
 # ncclGetLsaPointer's peer is a rank of the caller's own LSA team (NCCL
 # 2.30.7 nccl_device/impl/core__funcs.h: the team's flat mapping, peer
-# times its stride), so each team sums its own ranks, 0 + 1 = 1 and
-# 2 + 3 = 5. The lesson, which refuses more than one team, with that
-# refusal taken out and the sum it expects per team.
-TEAMS_OF_2='s/^                                  props.nLsaTeams))$/                                  1))/; s|const float expected = (float)total_ranks \* (float)(total_ranks - 1) / 2.0f;|const float expected = (float)(2 * (my_rank - my_rank % 2) + 1); /* teams of 2 */|'
+# times its stride), so each team sums its own ranks' values: element i
+# of a team whose first rank is t is pattern_value(t, i) + pattern_value(t
+# + 1, i) (common/src/verify.c, the lesson's fill). The lesson, which
+# refuses more than one team, with that refusal taken out and the sum it
+# expects per team.
+TEAMS_OF_2='s/^                                  props.nLsaTeams))$/                                  1))/; s|^  const int ok = verify_allreduce_pattern(ctx, h_result, count);$|  const int t = my_rank - my_rank % 2; int mine = 1; for (size_t i = 0; i < count; i++) mine \&= h_result[i] == pattern_value(t, i) + pattern_value(t + 1, i); const int ok = all_ranks_ok(ctx, mine); print_root(ctx, ok ? "Results verified correctly\\n" : "Results verification failed\\n"); /* teams of 2 */|'
 if lsa_case kernels/correct/two-lsa-teams/threads-4-seed-1; then
   kernel_program two-lsa-teams - "$TEAMS_OF_2"
   [ "$(grep -c "teams of 2\|^                                  1))$" "$KP/main.cu")" = 2 ] || why+="the edits did not apply; "

@@ -6,7 +6,7 @@
 # stage as a mode; tools/simulate.sh.
 # Cases: fast/fast-pthread/allreduce_fast-N-count-C, fast/fast-mpi/...,
 # fast/offsets/..., fast/rules/..., fast/wrong/..., fast/bench/...,
-# fast/simulate/...
+# fast/simulate/..., fast/properties/... (tests/oracles/properties.py)
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
 # Lane: second (tests/run_tests.sh runs the lanes of a whole run at once)
 
@@ -26,9 +26,10 @@ fast_run() { # VARIANT NRANKS ARGS...
 # tail) nor of any rank count from 2 to 8 (4099 is prime); MPI at 1, 2, 4
 # and 8; a few counts more at 3 and 4 ranks: one float, fewer than one
 # vector, and more than one CTA's 8192 floats.
-fast_output_case() { # VARIANT NRANKS COUNT
-  local variant=$1 n=$2 count=$3
-  fast_case "fast/$variant/allreduce_fast-$n-count-$count" || return 0
+fast_output_case() { # VARIANT NRANKS COUNT [properties]
+  local variant=$1 n=$2 count=$3 name="fast/$1/allreduce_fast-$2-count-$3"
+  [ "${4:-}" = properties ] && name="fast/properties/${variant#fast-}-$n-count-$count"
+  fast_case "$name" || return 0
   expected allreduce_fast "$n" --count "$count" --mode "$(mode_of "$variant")" --gpus 8 \
     $FAST_MEASURED >"$f.expected"
   fast_run "$variant" "$n" -n "$count"
@@ -42,6 +43,12 @@ for n in 1 2 4 8; do fast_output_case fast-mpi $n 4099; done
 for c in 1 3 100003; do fast_output_case fast-pthread 3 $c; done
 fast_output_case fast-pthread 4 131072 # at the one-shot's limit: 4 x 512 KiB read
 fast_output_case fast-pthread 4 131073 # one float past it: the push kernel
+
+# Properties (tests/oracles/properties.py), as lesson 03's
+# (tests/suites/41-lsa.sh): make test a few, make test-properties all.
+while read -r n count; do
+  fast_output_case fast-pthread "$n" "$count" properties
+done < <(python3 "$ROOT/tests/oracles/properties.py" "${PROPERTY_MATRIX:-quick}")
 
 # The kernels at window offsets, threads and MPI (tests/fast/offsets.cu:
 # 264 cases per run, every element of the window checked).

@@ -222,6 +222,30 @@ for held in 0 1 2 3; do
     end
   fi
 done
+# One rank alone, stuck in that AllGather: no "all 1 ranks": it is the
+# rank whose call has not returned.
+if begin "hang/pthread/allgather_ce-one-rank-alone-stuck"; then
+  SIM_HANG=ncclAllGather:0 sim_run sim-pthread allgather_ce 1 -n 64 --timeout 1
+  want_status 3
+  want_err "allgather_ce: rank 0: in ncclAllGather("
+  want_err "allgather_ce: rank 0's call has not returned after --timeout 1 s: ending the job (exit 3)"
+  no_err "inside the same NCCL call"
+  end
+fi
+# Ranks inside different calls that every rank makes: rank 1 stuck in
+# --bench's first window deregistration, the others already in
+# ncclCommFinalize, which waits for it. Not "the same call": rank 1 is
+# the one to look at.
+if begin "hang/pthread/allreduce_sm-ranks-in-different-calls"; then
+  SIM_HANG=ncclCommWindowDeregister:1 sim_run sim-pthread allreduce_sm 3 --bench -b 4K -e 4K -w 1 -i 1 --timeout 1
+  want_status 3
+  want_err "allreduce_sm: rank 1: in ncclCommWindowDeregister("
+  [ "$(grep -c "^allreduce_sm: rank [02]: in ncclCommFinalize(" "$f.err")" = 2 ] ||
+    why+="ranks 0 and 2 not both shown inside ncclCommFinalize; "
+  want_err "allreduce_sm: rank 1's call has not returned after --timeout 1 s: ending the job (exit 3)"
+  no_err "inside the same NCCL call"
+  end
+fi
 if mpi_cases "hang/mpi/allgather_ce-all-ranks-in-one-call-rank-2-of-3" &&
   begin "hang/mpi/allgather_ce-all-ranks-in-one-call-rank-2-of-3"; then
   SIM_HANG=ncclAllGather:2 sim_run sim-mpi allgather_ce 3 -n 64 --timeout 1

@@ -130,6 +130,31 @@ assert all(r[0] == "a,b\"c\x27d" for r in rows[1:]), [r[0] for r in rows[1:]]
     rm -f "$odd"
     end
   fi
+  # A double quote and no comma: quoted all the same (RFC 4180: a field
+  # with a double quote is enclosed in double quotes, each one doubled).
+  if [ $p = allreduce_sm ] && begin "bench-output/sim-pthread/$p-csv-quotes-a-quote-without-comma"; then
+    need programs-sim-pthread
+    odd="$TMPDIR/a\"b"
+    ln -sf "$B/sim-pthread/$p" "$odd"
+    SIM_DIR=$TMPDIR NTHREADS=2 run "$odd" --bench -b 4K -e 4K -w 1 -i 1 --csv "$f.csv"
+    want_status 0
+    rows=$(tail -n +2 "$f.csv" | wc -l)
+    [ "$rows" -ge 1 ] && [ "$(grep -c '^"a""b",' "$f.csv")" = "$rows" ] ||
+      why+="not every row's program cell is \"a\"\"b\" (see $f.csv); "
+    rm -f "$odd"
+    end
+  fi
+  # An existing file longer than what is written: replaced, none of its
+  # rows left after the new ones.
+  if [ $p = allreduce_sm ] && begin "bench-output/sim-pthread/$p-csv-over-a-longer-file"; then
+    for i in $(seq 500); do echo "old,row,$i"; done >"$f.csv"
+    sim_run sim-pthread $p 2 --bench -b 4K -e 4K -w 1 -i 1 --csv "$f.csv"
+    want_status 0
+    [ "$(head -n 1 "$f.csv" | cut -d, -f1-3)" = program,ranks,mode ] || why+="the first line is not the heading; "
+    [ "$(grep -c '^old,row,' "$f.csv")" = 0 ] || why+="$(grep -c '^old,row,' "$f.csv") old rows left in $f.csv; "
+    [ "$(tail -n +2 "$f.csv" | grep -vc "^$p,2,")" = 0 ] || why+="lines that are not this run's rows in $f.csv; "
+    end
+  fi
   if begin "bench-output/sim-pthread/$p-csv-to-stdout"; then
     # stdout goes to a file: /dev/stdout must not write over the table.
     sim_run sim-pthread $p 2 --bench -b 4K -e 4K -w 1 -i 1 --csv /dev/stdout

@@ -60,6 +60,22 @@ if begin cupti/pthread/allgather_ce-2-sharing-one-gpu; then
     "What ran: AllGather ran on the copy engines: 0 kernels, 4 copies on every rank"
   end
 fi
+# The same two ranks without symmetric support: the Why line has the
+# windows' cause and no P2P one (a GPU has no CUDA P2P access to itself:
+# cudaDeviceCanAccessPeer says 0, which is no cause here).
+for p in $PROGRAMS; do
+  if begin "cupti/pthread/$p-2-sharing-one-gpu-no-symmetric"; then
+    SIM_DEVICES=1 SIM_NCCL_VERSION=23007 NCCL_MULTI_RANK_GPU_ENABLE=1 SIM_NO_SYMMETRIC=1 \
+      sim_run simcupti-pthread "$p" 2 -n 1024
+    want_status 0
+    why_line=$([ $p = allgather_ce ] && echo "Why not the copy engines" || echo "Why no symmetric kernel")
+    [ "$(grep "^Why " "$f.out")" = "$why_line: NULL windows on ranks 0-1: NCCL registered no window (NCCL_DEBUG=INFO: NCCL's INIT log says why)" ] ||
+      why+="the Why line: '$(grep "^Why " "$f.out")'; "
+    no_out "CUDA P2P"
+    no_violation
+    end
+  fi
+done
 if begin cupti/mpi/allgather_ce-4-copy-engines && mpi_cases "$name"; then
   what_ran_line simcupti-mpi allgather_ce 4 \
     "What ran: AllGather ran on the copy engines: 0 kernels, 10 copies on every rank"
@@ -163,6 +179,29 @@ for r in csv.DictReader(open(sys.argv[1])):
     engine, name = want[r["mode"]]
     assert (r["engine"], r["kernel_names"]) == (engine, name), f"{r['mode']}: {r['engine']} {r['kernel_names']}"
     assert r["kernels"] == "3" and r["copies"] == "0", f"{r['mode']}: kernels {r['kernels']}, copies {r['copies']}"
+PY
+  no_violation
+  end
+fi
+
+# Ranks whose kernels differ in name but not in engine (rank 1 loads an
+# NCCL that names its regular AllReduce kernel as 2.31 does): the engine
+# column says "mixed", and kernel_names gives each rank's, not rank 0's.
+c=cupti/mpi/allreduce_sm-bench-engine-names-differ
+if begin "$c" && mpi_cases "$c"; then
+  need programs-simcupti-mpi
+  SIM_DIR=$TMPDIR run "${MPIRUN[@]}" -np 2 sh -c 'SIM_NCCL_VERSION=$([ "$OMPI_COMM_WORLD_RANK" = 0 ] && echo 23007 || echo 23203) exec "$0" "$@"' \
+    "$B/simcupti-mpi/allreduce_sm" --bench -b 4K -e 4K -w 1 -i 2 --csv "$f.csv"
+  want_status 0
+  python3 - "$f.csv" >"$f.csvcheck" 2>&1 <<'PY' || why+="$(head -n 2 "$f.csvcheck" | tr '\n' ' ')"
+import csv, sys
+want = {"sym": ("SYM", "ncclSymkDevKernel_AllReduce_AGxLL_R_sum_f32"),
+        "plain": ("mixed", "r0:SM:ncclDevKernel_AllReduce_Sum_f32_RING_LL r1:SM:ncclDevKernel_AllReduce_f32_RING")}
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert sorted(r["mode"] for r in rows) == ["plain", "sym"], [r["mode"] for r in rows]
+for r in rows:
+    engine, names = want[r["mode"]]
+    assert (r["engine"], r["kernel_names"]) == (engine, names), f"{r['mode']}: {r['engine']} {r['kernel_names']}"
 PY
   no_violation
   end

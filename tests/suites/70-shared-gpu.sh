@@ -32,6 +32,16 @@ for variant in sim-pthread sim-mpi; do
       SIM_SMS=4 shared_run $variant $p 6 1 23007 -n $SMALL
       want_status 0; want_out_file "$f.expected"; no_violation; end
     fi
+    # As many ranks as SMs: one SM each, and all of them fit (not "more
+    # ranks than SMs").
+    c="shared-gpu/$mode/$p-4-ranks-on-4-sms"
+    if [ $p = allreduce_sm ] && [ $mode = pthread ] && begin "$c"; then
+      expected $p 4 --count $SMALL --mode $mode --gpus 1 --shared-sms 4 >"$f.expected"
+      SIM_SMS=4 shared_run $variant $p 4 1 23007 -n $SMALL
+      want_status 0; want_out_file "$f.expected"
+      want_out "NCCL_MAX_CTAS=1: each rank's NCCL kernels use at most 1 of the GPU's 4 SMs, so that all 4 ranks' kernels fit at once"
+      no_violation; end
+    fi
     c="shared-gpu/$mode/$p-3-ranks-2-gpus"
     if { [ $mode = pthread ] || mpi_cases "$c"; } && begin "$c"; then
       expected $p 3 --count $SMALL --mode $mode --gpus 2 --shared-sms 132 >"$f.expected"
@@ -67,6 +77,14 @@ for variant in sim-pthread sim-mpi; do
       SIM_DEVICES=1 SIM_NCCL_VERSION=23007 NCCL_MULTI_RANK_GPU_ENABLE=0b1 sim_run $variant $p 2 -n $SMALL
       want_status 2
       want_err "invalid NCCL_MULTI_RANK_GPU_ENABLE='0b1': NCCL reads it with strtoll, which makes it 0 (off) with a C library before glibc 2.38 and a binary 1 (on) where NCCL was built against glibc 2.38 or later"
+      no_out "Starting"; end
+    fi
+    # A sign before the prefix: strtoll takes "+0b1" as it takes "0b1".
+    c="shared-gpu/$mode/$p-switch-plus-0b1"
+    if [ $p = allreduce_sm ] && [ $mode = pthread ] && begin "$c"; then
+      SIM_DEVICES=1 SIM_NCCL_VERSION=23007 NCCL_MULTI_RANK_GPU_ENABLE=+0b1 sim_run $variant $p 2 -n $SMALL
+      want_status 2
+      want_err "invalid NCCL_MULTI_RANK_GPU_ENABLE='+0b1': NCCL reads it with strtoll, which makes it 0 (off) with a C library before glibc 2.38 and a binary 1 (on) where NCCL was built against glibc 2.38 or later"
       no_out "Starting"; end
     fi
     c="shared-gpu/$mode/$p-switch-not-a-number"

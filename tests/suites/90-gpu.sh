@@ -220,11 +220,11 @@ fi
 
 # Its rule for runs of ranks sharing a GPU (can_share), alone: NCCL 2.30.0
 # is the first with NCCL_MULTI_RANK_GPU_ENABLE (its release notes; the
-# H200 and H100 runs of docs/shared-gpu.md), 2.28.9 has none.
+# H200 and H100 runs of docs/shared-gpu.md), 2.29.7 and 2.28.9 have none.
 if begin gpu/check-gpu-machine-shares-from-2.30.0; then
   rule=$(grep -m 1 '^can_share()' tools/check_gpu_machine.sh)
   [ -n "$rule" ] || why+="no can_share() in tools/check_gpu_machine.sh; "
-  for c in 23000:yes 23007:yes 23206:yes 22809:no 22703:no; do
+  for c in 23000:yes 23007:yes 23206:yes 22907:no 22809:no 22703:no; do
     got=$(bash -c "$rule; can_share ${c%%:*} && echo yes || echo no")
     [ "$got" = "${c##*:}" ] || why+="code ${c%%:*}: $got, wanted ${c##*:}; "
   done

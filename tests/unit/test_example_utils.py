@@ -9,6 +9,9 @@ import sys
 from expect import expect, finish
 import example_utils as ex  # noqa: E402 (common/python, put on the path by expect)
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "oracles"))
+from expected_output import shared_lines  # noqa: E402 (the oracle of what rank 0 prints)
+
 
 class Ranks:
     rank = 1
@@ -88,6 +91,7 @@ class Cupy:
             CUDARuntimeError = RuntimeError_
             uuids = []
             used = []
+            sms = 132
 
             @classmethod
             def getDeviceCount(cls):
@@ -95,7 +99,7 @@ class Cupy:
 
             @classmethod
             def getDeviceProperties(cls, device):
-                return {"uuid": cls.uuids[device], "multiProcessorCount": 132}
+                return {"uuid": cls.uuids[device], "multiProcessorCount": cls.sms}
 
         class Device:
             def __init__(self, n):
@@ -199,6 +203,16 @@ expect(got == 0 and ctas == "44" and errors == [
     "NCCL_MULTI_RANK_GPU_ENABLE is experimental, and NCCL 2.30 documents up to 2 ranks per GPU with its"
     " default settings; 3 share one here: if a collective hangs, use fewer ranks per GPU or a lower"
     " NCCL_MAX_CTAS"], f"three ranks on one GPU: {got} {ctas} {errors}")
+# A GPU of few SMs: as many ranks as SMs fit, one SM each; more than
+# that still get NCCL_MAX_CTAS=1 (NCCL ignores 0), and rank 0 says they may
+# hang. Rank 0's lines are the oracle's (tests/oracles/expected_output.py).
+for nranks, sms in [(3, 3), (3, 2), (4, 1)]:
+    Cupy.cuda.runtime.sms = sms
+    got, _, printed, ctas = choose(0, {r: UUID_A for r in range(nranks)}, [UUID_A], multi="1")
+    want = shared_lines(nranks, 1, sms)
+    expect(got == 0 and ctas == str(max(sms // nranks, 1)) and printed == want,
+           f"{nranks} ranks on a GPU of {sms} SMs: {got} NCCL_MAX_CTAS={ctas} {printed}, wanted {want}")
+Cupy.cuda.runtime.sms = 132
 got, errors, _, _ = choose(0, {0: UUID_A, 1: UUID_A}, [UUID_A], nccl="2.28.3", multi="1")
 expect(got == ("exit", ex.EXIT_USAGE) and len(errors) == 1 and
        "ranks may share a GPU only with NCCL >= 2.30, and the loaded NCCL is 2.28.3" in errors[0] and

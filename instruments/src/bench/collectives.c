@@ -35,12 +35,12 @@ static void allreduce_run(const void *send, void *recv, size_t count,
   NCCLCHECK(ncclAllReduce(send, recv, count, ncclFloat, ncclSum, comm, stream));
 }
 
-/* Every element is 0 + 1 + ... + (n-1). */
+/* Every element is 1 + 2 + ... + n (rank r sends r + 1: modes.c). */
 static size_t allreduce_count_wrong(const float *result, size_t count,
                                     int nranks)
 {
   size_t first = 0;
-  float sum = (float)nranks * (float)(nranks - 1) / 2;
+  float sum = (float)nranks * (float)(nranks + 1) / 2;
   return count_mismatches(result, count, sum, &first);
 }
 
@@ -105,14 +105,15 @@ static void allgather_run(const void *send, void *recv, size_t count,
   NCCLCHECK(ncclAllGather(send, recv, count, ncclFloat, comm, stream));
 }
 
-/* Segment r holds rank r's value everywhere. */
+/* Segment r holds rank r's value, r + 1, everywhere. */
 static size_t allgather_count_wrong(const float *result, size_t count,
                                     int nranks)
 {
   size_t first = 0, wrong = 0;
-  for (int r = 0; r < nranks; r++)
-    wrong +=
-        count_mismatches(result + (size_t)r * count, count, (float)r, &first);
+  for (int r = 0; r < nranks; r++) {
+    const float *segment = result + (size_t)r * count;
+    wrong += count_mismatches(segment, count, (float)(r + 1), &first);
+  }
   return wrong;
 }
 

@@ -37,7 +37,8 @@ static mode *first_kernel_mode(bench *b)
   return NULL;
 }
 
-/* Collective: a mode's buffers, filled with the rank's number, and its
+/* Collective: a mode's buffers, filled with the rank's number plus one (so
+ * that every rank's part, rank 0's too, changes the result), and its
  * windows if it has them. The variants of the lesson's kernel share the
  * first one's: each result is poisoned before it is measured (measure.c),
  * and one pair per variant would not fit a GPU at 1 GiB with 4 ranks. */
@@ -62,7 +63,7 @@ static void add_mode(bench *b, const mode_spec *spec)
   NCCLCHECK(ncclMemAlloc(&m->send, send_bytes));
   NCCLCHECK(ncclMemAlloc(&m->recv, recv_bytes));
   float *fill = host_calloc(b->max_count, sizeof(float));
-  fill_floats(fill, b->max_count, (float)b->ctx->rank);
+  fill_floats(fill, b->max_count, (float)(b->ctx->rank + 1));
   CUDACHECK(cudaMemcpy(m->send, fill, send_bytes, cudaMemcpyHostToDevice));
   /* A copy from pageable memory may return before its bytes land, and the
    * timed collectives run on other streams: wait for it here. */
