@@ -3,11 +3,13 @@
 # (a busy loop per core, twice over), as on a shared, loaded machine. The
 # verdicts must be those of a quiet run: no case may depend on how fast the
 # machine is. Exits as the suite does; the hog ends with it.
+# TEST_HOGS_PER_CORE=N: N busy loops per core instead of 2; TEST_FILTER
+# and TEST_SUITE narrow the run as they do for `make test`.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 hogs=()
 trap 'kill "${hogs[@]}" 2>/dev/null' EXIT
-for _ in $(seq $((2 * $(nproc)))); do
+for _ in $(seq $((${TEST_HOGS_PER_CORE:-2} * $(nproc)))); do
   (while :; do :; done) &
   hogs+=($!)
 done

@@ -223,17 +223,18 @@ const char *cudaGetErrorName(cudaError_t error)
 }
 
 /* SIM_GPU_US=WHAT:RANK:US[,...]: the simulated GPU spends US microseconds
- * on each such work of rank RANK (* for every rank) when it runs, after
- * doing it; WHAT is "collective", or "copy" (device to device, or between
- * devices). Timed work then lasts a known time: a loop of n operations
- * between two events at least n * US. A setting it cannot read ends the
- * process. */
+ * on each such work of rank RANK (* for every rank) when it runs (the sum,
+ * where several items name it), in place of the model's time (clock.c);
+ * WHAT is "collective", or "copy" (device to device, or between devices).
+ * Returns -1 where no item names it. Timed work then lasts a known time: a
+ * loop of n operations between two events n * US. A setting it cannot
+ * read ends the process. */
 long sim_gpu_us(const char *kind, int rank)
 {
   const char *spec = getenv("SIM_GPU_US");
   if (spec == NULL || *spec == '\0')
-    return 0;
-  long total = 0;
+    return -1;
+  long total = -1;
   for (const char *item = spec; *item;) {
     char what[16], who[16];
     long us;
@@ -247,7 +248,7 @@ long sim_gpu_us(const char *kind, int rank)
       _exit(SIM_EXIT_VIOLATION);
     }
     if (strcmp(what, kind) == 0 && (strcmp(who, "*") == 0 || atoi(who) == rank))
-      total += us;
+      total = (total < 0 ? 0 : total) + us;
     item += used + (item[used] == ',');
   }
   return total;

@@ -55,7 +55,7 @@
  *                        (tools/simulate.sh --preload: CUDA frees them)
  *   SIM_GPU_US=WHAT:R:US[,...]  each collective (WHAT collective) or device
  *                        copy (copy) of rank R (* every rank) takes US
- *                        microseconds of simulated GPU time (queues.c)
+ *                        microseconds of simulated GPU time (clock.c)
  * Like NCCL >= 2.30, it lets several ranks of one communicator use one
  * device only with NCCL_MULTI_RANK_GPU_ENABLE set to a non-zero number and a
  * simulated version >= 2.30. Ranks that are threads sharing a device share
@@ -78,6 +78,7 @@
  *   cuda.c        CUDA: devices, errors
  *   memory.c      CUDA: memory, copies, memsets
  *   queues.c      CUDA: the streams' queues of work, and when it runs
+ *   clock.c       CUDA: the simulated GPU's clock, and how long work takes
  *   streams.c     CUDA: streams, events, cudaDeviceSynchronize
  *   graphs.c      CUDA: graph capture, instantiation and replay
  *   nccl.c        NCCL: versions, ids, communicators
@@ -174,7 +175,7 @@ struct CUstream_st {
 
 struct CUevent_st {
   struct CUevent_st *next;
-  struct timespec when; /* when its last landed record ran */
+  long long when_ns; /* when its last landed record ran (clock.c) */
   const void *queue;    /* the stream it was last recorded on (queue_key) */
   unsigned long recorded, landed; /* records queued, and run (queues.c) */
 };
@@ -205,7 +206,7 @@ extern _Thread_local char last_error[1024];
   } while (0)
 
 /* cuda.c: SIM_GPU_US's microseconds for a work of `kind` (collective,
- * copy) of `rank`. */
+ * copy) of `rank`; -1 where it names none. */
 long sim_gpu_us(const char *kind, int rank);
 
 /* ------------------------------------------------------------- state.c */
@@ -313,10 +314,20 @@ void drop_event(const struct CUevent_st *event);
  * what their queues hold before them); ncclCommAbort: they never run. */
 void land_comm(const struct ncclComm *comm);
 void drop_comm(const struct ncclComm *comm);
-/* collectives.c: a queued collective, when it runs; a captured one that
- * a graph replays (graphs.c). */
-void run_collective(const sim_node *node);
+/* collectives.c: a queued collective, when it runs, given when this rank's
+ * GPU could start it (clock.c); returns when it starts: when the last
+ * rank's could. A captured one that a graph replays (graphs.c). */
+long long run_collective(const sim_node *node, long long ready_ns);
 ncclResult_t replay_collective(const sim_node *node, cudaStream_t stream);
+
+/* clock.c: the simulated GPU's clock of a device of this process, in
+ * nanoseconds (when its last work ended); moving it to `ns` if that is
+ * later; and the time the model gives a work of `kind` over `bytes` (a
+ * device-to-device copy, or a copy to or from the host) without
+ * SIM_GPU_US. */
+long long gpu_now_ns(int device);
+void gpu_busy_until(int device, long long ns);
+long long modeled_ns(enum work_kind kind, size_t bytes, int device_copy);
 
 /* cupti.c, only in the builds that have it (weak: NULL elsewhere): an API
  * record for a call that queues work, by the calling thread (its

@@ -46,13 +46,16 @@ done
 # 2.30.7 waits (src/device/symmetric/generate.py). So an AllReduce in
 # windows after a writer that lets it start early reads the old data in
 # every round on a simulated 2.30.4, and in none on 2.30.7; without windows
-# (regular kernels), or with a writer that does not trigger, never.
+# (regular kernels), or with a writer that does not trigger, never. Each
+# fact's 400 AllReduces take seconds of wall time, more on a loaded
+# machine: the probe's --timeout is scaled (tests/lib/speed.sh).
 for v in 23004 23007; do
   c="facts/sim/early-reads-$v"
   begin "$c" || continue
   need sim-tools/nccl_facts
   SIM_DIR=$TMPDIR SIM_NCCL_VERSION=$v SIM_DEVICES=1 NCCL_MULTI_RANK_GPU_ENABLE=1 \
-    run "$B/sim-tools/nccl_facts" --tsv --ranks 2 --timeout 20 --only order.early-reads,order.early-reads-plain
+    run "$B/sim-tools/nccl_facts" --tsv --ranks 2 --timeout "$(wall_limit 20)" \
+    --only order.early-reads,order.early-reads-plain
   want_status 0
   wrong=$([ $v = 23004 ] && echo 200 || echo 0)
   grep -q "^order.early-reads	.*	writer letting the AllReduce start early: $wrong of 200 rounds wrong.*; without: 0 of 200" "$f.out" ||
