@@ -66,27 +66,18 @@ const void *queue_key(cudaStream_t stream, int ptds_entry)
   return stream;
 }
 
-/* How long a work takes on the simulated GPU (clock.c): SIM_GPU_US's time
- * for a collective or a device-to-device copy that it names, else the
- * model's. */
+/* How long a work takes on the simulated GPU (clock.c). */
 static long long duration_ns(const work *w)
 {
-  const int device_copy =
-      w->kind == WORK_COPY && (w->copy_kind == 8 || w->copy_kind == 10);
-  if (w->kind == WORK_COLLECTIVE || device_copy) {
-    const long us = sim_gpu_us(device_copy ? "copy" : "collective",
-                               w->kind == WORK_COLLECTIVE ? w->node.comm->rank
-                                                          : w->rank);
-    if (us >= 0)
-      return us * 1000LL;
-  }
-  size_t bytes = w->size;
   if (w->kind == WORK_COLLECTIVE)
-    bytes = w->node.count * sim_element_size(&w->node) *
-            (w->node.allgather ? (size_t)w->node.comm->nranks : 1);
-  else if (w->kind == WORK_FILL)
-    bytes = w->size * sizeof(float);
-  return modeled_ns(w->kind, bytes, device_copy);
+    return work_ns(w->kind,
+                   w->node.count * sim_element_size(&w->node) *
+                       (w->node.allgather ? (size_t)w->node.comm->nranks : 1),
+                   0, w->node.comm->rank);
+  const int d2d =
+      w->kind == WORK_COPY && (w->copy_kind == 8 || w->copy_kind == 10);
+  return work_ns(w->kind, w->size * (w->kind == WORK_FILL ? sizeof(float) : 1),
+                 d2d, w->rank);
 }
 
 /* Runs one work, without the lock: a collective waits for its peers. It

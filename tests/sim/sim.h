@@ -101,7 +101,6 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <time.h>
 
 #include "nonblocking.h" /* a communicator's state */
 
@@ -204,10 +203,6 @@ extern _Thread_local char last_error[1024];
         break;                                                                 \
       }                                                                        \
   } while (0)
-
-/* cuda.c: SIM_GPU_US's microseconds for a work of `kind` (collective,
- * copy) of `rank`; -1 where it names none. */
-long sim_gpu_us(const char *kind, int rank);
 
 /* ------------------------------------------------------------- state.c */
 long env_long(const char *name, long fallback);
@@ -314,20 +309,17 @@ void drop_event(const struct CUevent_st *event);
  * what their queues hold before them); ncclCommAbort: they never run. */
 void land_comm(const struct ncclComm *comm);
 void drop_comm(const struct ncclComm *comm);
-/* collectives.c: a queued collective, when it runs, given when this rank's
- * GPU could start it (clock.c); returns when it starts: when the last
- * rank's could. A captured one that a graph replays (graphs.c). */
+/* collectives.c: a queued collective, when it runs (returns when it
+ * starts: its ranks' latest ready_ns, clock.c); a captured one that a
+ * graph replays (graphs.c). */
 long long run_collective(const sim_node *node, long long ready_ns);
 ncclResult_t replay_collective(const sim_node *node, cudaStream_t stream);
 
-/* clock.c: the simulated GPU's clock of a device of this process, in
- * nanoseconds (when its last work ended); moving it to `ns` if that is
- * later; and the time the model gives a work of `kind` over `bytes` (a
- * device-to-device copy, or a copy to or from the host) without
- * SIM_GPU_US. */
+/* clock.c: a device's simulated clock (ns), moved on to `ns`; a work's
+ * time on it (SIM_GPU_US's, else the model's; d2d: a device copy). */
 long long gpu_now_ns(int device);
 void gpu_busy_until(int device, long long ns);
-long long modeled_ns(enum work_kind kind, size_t bytes, int device_copy);
+long long work_ns(enum work_kind kind, size_t bytes, int d2d, int rank);
 
 /* cupti.c, only in the builds that have it (weak: NULL elsewhere): an API
  * record for a call that queues work, by the calling thread (its
