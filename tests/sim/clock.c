@@ -44,9 +44,11 @@ void gpu_busy_until(int device, long long ns)
     ;
 }
 
-/* Latencies and bandwidths of the model (bytes per nanosecond = GB/s). */
+/* Latencies and bandwidths of the model (bytes per nanosecond = GB/s),
+ * and an SGEMM's floating-point operations per nanosecond (50 TFLOP/s). */
 enum { LAUNCH_NS = 5000, COPY_NS = 2000 };
-static const double COLLECTIVE_GBPS = 100, DEVICE_GBPS = 1000, HOST_GBPS = 25;
+static const double COLLECTIVE_GBPS = 100, DEVICE_GBPS = 1000, HOST_GBPS = 25,
+                    FLOP_PER_NS = 50000;
 
 /* SIM_GPU_US=WHAT:RANK:US[,...]: the simulated GPU spends US microseconds
  * on each such work of rank RANK (* for every rank) when it runs (the sum,
@@ -95,6 +97,8 @@ long long work_ns(enum work_kind kind, size_t bytes, int d2d, int rank)
   case WORK_MEMSET:
   case WORK_FILL: return LAUNCH_NS + (long long)(bytes / DEVICE_GBPS);
   case WORK_KERNEL: return LAUNCH_NS;
+  case WORK_GEMM: /* bytes: its multiply-adds, 2 operations each */
+    return LAUNCH_NS + (long long)(2 * (double)bytes / FLOP_PER_NS);
   case WORK_EVENT:
   case WORK_NOTHING: return 0;
   }

@@ -114,6 +114,7 @@ static void run(const work *w)
     __atomic_store_n(&w->event->landed, w->record, __ATOMIC_RELEASE);
     break;
   case WORK_KERNEL: run_kernel(w->kernel, w->correlation); break;
+  case WORK_GEMM: /* not computed (cublas.c): it only takes its time */
   case WORK_NOTHING: break;
   }
   gpu_busy_until(w->device, start_ns + duration_ns(w));
@@ -315,7 +316,9 @@ int enqueue(cudaStream_t stream, int ptds_entry, const work_item *item)
               .size = item->size,
               .bytes = bytes,
               .event = item->event,
-              .correlation = cupti_launch != NULL ? cupti_launch() : 0,
+              .correlation = cupti_launch != NULL && item->kind != WORK_GEMM
+                                 ? cupti_launch()
+                                 : 0, /* (cuBLAS's kernels: unrecorded) */
               .copy_kind = item->copy_kind,
               .fill_value = item->fill_value,
               .lets_next_start = item->lets_next_start,

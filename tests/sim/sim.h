@@ -276,13 +276,13 @@ int reads_early(const sim_node *node);
  * and written when it runs, so that a reader on another stream sees the
  * old bytes. */
 enum work_kind { WORK_COPY, WORK_MEMSET, WORK_COLLECTIVE, WORK_EVENT,
-                 WORK_FILL, WORK_KERNEL, WORK_NOTHING };
+                 WORK_FILL, WORK_KERNEL, WORK_GEMM, WORK_NOTHING };
 typedef struct work_item {
   enum work_kind kind;
   void *dst;
   const void *src;    /* WORK_COPY: read when it runs, or NULL: ... */
   const void *staged; /* ... these bytes, copied at the call */
-  size_t size;
+  size_t size; /* bytes (WORK_FILL: floats; WORK_GEMM: multiply-adds) */
   int value;          /* WORK_MEMSET */
   sim_node node;      /* WORK_COLLECTIVE */
   struct CUevent_st *event; /* WORK_EVENT */
