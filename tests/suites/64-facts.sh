@@ -30,9 +30,12 @@ for record in "$ROOT"/docs/facts/nccl-*.tsv; do
       <(cut -f1,3- "$base") <(cut -f1,3- "$record") | cut -f1 >"$f.ids"
     awk -F'\t' 'NR == FNR { want[$1] = 1; next } FNR == 1 || ($1 in want)' "$f.ids" "$record" >"$facts"
   fi
-  # One GPU, as on the machine that recorded them; the facts recorded.
+  # One GPU, as on the machine that recorded them; the facts recorded. A
+  # fact that runs past the probe's --timeout reads "hung": the limit is
+  # scaled for a loaded machine (tests/lib/speed.sh), where the early
+  # reads' 400 AllReduces of 4 ranks take longer than 20 s.
   SIM_DIR=$TMPDIR SIM_NCCL_VERSION=$code SIM_DEVICES=1 NCCL_MULTI_RANK_GPU_ENABLE=1 \
-    run "$B/simcupti-tools/nccl_facts" --tsv --ranks "$n" --timeout 20 \
+    run "$B/simcupti-tools/nccl_facts" --tsv --ranks "$n" --timeout "$(wall_limit 20)" \
     --only "$(tail -n +2 "$facts" | cut -f1 | paste -sd, -)"
   want_status 0
   python3 "$ROOT/tests/oracles/facts_check.py" "$facts" "$f.out" "$ROOT/tests/oracles/facts_exceptions.txt" >"$f.check" ||
@@ -86,7 +89,7 @@ for setting in "23007" "23007 SIM_WRONG_RESULT=1"; do
     need sim-tools/nccl_facts
     # shellcheck disable=SC2086 # the variables are words
     SIM_DIR=$TMPDIR run env SIM_NCCL_VERSION=$version SIM_DEVICES=2 $vars "$B/sim-tools/nccl_facts" \
-      --tsv --ranks 2 --only register.sizes-differ --timeout 20
+      --tsv --ranks 2 --only register.sizes-differ --timeout "$(wall_limit 20)"
     want_status 0
     if [ -z "$vars" ]; then
       row=$(facts_row "$f.out" register.sizes-differ)
@@ -104,7 +107,7 @@ for setting in "22803" "22809 SIM_NO_SYMMETRIC=1 NCCL_LOCAL_REGISTER=0" "22902 S
   if begin "$c"; then
     need sim-tools/nccl_facts
     # shellcheck disable=SC2086 # the variables are words
-    SIM_DIR=$TMPDIR run env SIM_NCCL_VERSION=$version $vars "$B/sim-tools/nccl_facts" --tsv --timeout 20
+    SIM_DIR=$TMPDIR run env SIM_NCCL_VERSION=$version $vars "$B/sim-tools/nccl_facts" --tsv --timeout "$(wall_limit 20)"
     want_status 0
     case $setting in
       22803)
