@@ -40,7 +40,13 @@ speed_factor() {
 }
 
 # wall_limit S: S seconds scaled by speed_factor, a whole number (rounded
-# up), for a program's --timeout or a case's own wait.
+# up), for a program's --timeout or a case's own wait; never more than half
+# the limit of the command that waits (TEST_TIMEOUT), so that a case that
+# reaches it still ends inside that limit and says what it saw, and never
+# less than S.
 wall_limit() {
-  awk -v s="$1" -v f="$(speed_factor)" 'BEGIN { t = s * f; printf "%d\n", t == int(t) ? t : int(t) + 1 }'
+  awk -v s="$1" -v f="$(speed_factor)" -v cap=$((TIMEOUT / 2)) 'BEGIN {
+    t = s * f; t = t == int(t) ? t : int(t) + 1
+    if (t > cap) t = cap
+    printf "%d\n", t < s ? s : t }'
 }
