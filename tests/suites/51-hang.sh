@@ -112,10 +112,12 @@ fi
 # and the verdict names rank 60, whose call is the oldest (the others wait
 # for it). The others must have reached their waits when the watchdog
 # looks: 64 threads on a loaded machine take longer to get there, so the
-# --timeout is 1 s on a quiet machine, scaled (tests/lib/speed.sh).
+# --timeout is 1 s on a quiet machine, scaled (tests/lib/speed.sh), and so
+# is the simulation's wait for a peer at a rendezvous (SIM_TIMEOUT_MS).
 if begin "hang/pthread/allreduce_sm-64-ranks-rank-60-stuck"; then
   t=$(wall_limit 1)
-  SIM_DEVICES=64 SIM_HANG=cudaMemcpyAsync:60 sim_run sim-pthread allreduce_sm 64 -n 64 --timeout "$t"
+  SIM_TIMEOUT_MS=$(($(wall_limit 10) * 1000)) SIM_DEVICES=64 SIM_HANG=cudaMemcpyAsync:60 \
+    sim_run sim-pthread allreduce_sm 64 -n 64 --timeout "$t"
   want_status 3
   order=$(grep -oE "^allreduce_sm: rank [0-9]+: in " "$f.err" | grep -oE '[0-9]+' | tr '\n' ' ')
   [ "$order" = "$(seq -s ' ' 0 63) " ] || why+="rank lines '$order', wanted 0..63 in order; "
