@@ -72,6 +72,7 @@ export TMPDIR=$LOG/tmp
 run_start=$EPOCHREALTIME
 . tests/lib/tap.sh
 . tests/lib/guard.sh
+. tests/lib/speed.sh
 . tests/lib/programs.sh
 
 if [ -z "$LIST" ]; then

@@ -135,8 +135,10 @@ ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff,
 }
 
 /* The queued work: every rank's send buffer as it is now, combined in
- * rank order (the same sum everywhere), into this rank's receive buffer. */
-void run_collective(const sim_node *node)
+ * rank order (the same sum everywhere), into this rank's receive buffer.
+ * It starts when every rank's GPU is ready for it: each says when its is
+ * in the exchange (sim.h). */
+long long run_collective(const sim_node *node, long long ready_ns)
 {
   const char *call = node->allgather ? "ncclAllGather" : "ncclAllReduce";
   ncclComm_t comm = node->comm;
@@ -144,7 +146,8 @@ void run_collective(const sim_node *node)
   const size_t count = node->count, bytes = count * size;
   const size_t n = (size_t)comm->nranks;
   const size_t out_count = node->allgather ? count * n : count;
-  exchange(comm, LANE_WORK, call, count, 0, node->send, bytes);
+  exchange(comm, LANE_WORK, call, count, ready_ns, node->send, bytes);
+  long long start_ns = ready_ns;
   unsigned char *out = calloc(out_count ? out_count : 1, size);
   unsigned char *peer_data = malloc(bytes ? bytes : 1);
   if (out == NULL || peer_data == NULL)
@@ -155,6 +158,8 @@ void run_collective(const sim_node *node)
     if (peer.size != count)
       violation(comm, "collective-calls", call,
                 "rank %d passed count %zu, this rank %zu", r, peer.size, count);
+    if (peer.arg > start_ns)
+      start_ns = peer.arg;
     if (node->allgather)
       memcpy(out + (size_t)r * bytes, peer_data, bytes);
     else /* float sums (call_collective) */
@@ -167,4 +172,5 @@ void run_collective(const sim_node *node)
   memcpy(node->recv, out, out_count * size);
   free(out);
   free(peer_data);
+  return start_ns;
 }

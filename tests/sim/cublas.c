@@ -1,5 +1,6 @@
-/* ncclsim: cuBLAS's SGEMM, accepted and not computed (see sim.h). Built
- * only with HAVE_CUBLAS=1 (tests/Makefile). */
+/* ncclsim: cuBLAS's SGEMM, accepted and not computed (see sim.h): it is
+ * queued on the handle's stream only to take its time on the simulated
+ * GPU (clock.c). Built only with HAVE_CUBLAS=1 (tests/Makefile). */
 #include "sim.h"
 
 #include <cublas_v2.h>
@@ -52,5 +53,9 @@ cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa,
                find_alloc(B, (size_t)k * n * 4) &&
                find_alloc(C, (size_t)m * n * 4);
   pthread_mutex_unlock(&lock);
-  return inside ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_INVALID_VALUE;
+  if (!inside)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  work_item item = {.kind = WORK_GEMM, .size = (size_t)m * n * k};
+  return enqueue(handle->stream, 0, &item) ? CUBLAS_STATUS_SUCCESS
+                                           : CUBLAS_STATUS_ALLOC_FAILED;
 }

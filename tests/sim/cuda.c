@@ -221,34 +221,3 @@ const char *cudaGetErrorName(cudaError_t error)
   default: return "cudaErrorUnknown";
   }
 }
-
-/* SIM_GPU_US=WHAT:RANK:US[,...]: the simulated GPU spends US microseconds
- * on each such work of rank RANK (* for every rank) when it runs, after
- * doing it; WHAT is "collective", or "copy" (device to device, or between
- * devices). Timed work then lasts a known time: a loop of n operations
- * between two events at least n * US. A setting it cannot read ends the
- * process. */
-long sim_gpu_us(const char *kind, int rank)
-{
-  const char *spec = getenv("SIM_GPU_US");
-  if (spec == NULL || *spec == '\0')
-    return 0;
-  long total = 0;
-  for (const char *item = spec; *item;) {
-    char what[16], who[16];
-    long us;
-    int used = 0;
-    if (sscanf(item, "%15[^:]:%15[^:]:%ld%n", what, who, &us, &used) != 3 ||
-        us < 0 || (item[used] != ',' && item[used] != '\0') ||
-        (strcmp(what, "collective") != 0 && strcmp(what, "copy") != 0) ||
-        (strcmp(who, "*") != 0 && strspn(who, "0123456789") != strlen(who))) {
-      fprintf(stderr, "ncclsim: SIM_GPU_US='%s': wanted WHAT:RANK:US[,...],"
-              " WHAT collective or copy, RANK a number or *\n", spec);
-      _exit(SIM_EXIT_VIOLATION);
-    }
-    if (strcmp(what, kind) == 0 && (strcmp(who, "*") == 0 || atoi(who) == rank))
-      total += us;
-    item += used + (item[used] == ',');
-  }
-  return total;
-}

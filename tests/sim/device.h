@@ -13,6 +13,8 @@
 #ifndef NCCLSIM_DEVICE_INTERNAL_H
 #define NCCLSIM_DEVICE_INTERNAL_H
 
+#include <time.h> /* stall_clock */
+
 /* A launched kernel, queued as WORK_KERNEL (kernels.c). */
 struct sim_kernel {
   const char *name;

@@ -157,6 +157,8 @@ static cudaError_t copy(const char *call, void *dst, const void *src,
   stream_sync_point(stream, ptds_entry);
   hb_host_access(src, count, HB_READ); /* out of a window: the host's read */
   memmove(dst, src, count);
+  gpu_busy_until(current_device, gpu_now_ns(current_device) +
+                                     work_ns(WORK_COPY, count, 0, sim_rank()));
   if (cupti_copy != NULL && cupti_launch != NULL)
     cupti_copy(cupti_launch(), current_device, 2, count);
   return cudaSuccess;

@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 typedef struct work {
@@ -67,21 +66,27 @@ const void *queue_key(cudaStream_t stream, int ptds_entry)
   return stream;
 }
 
-/* The simulated GPU time of a work (SIM_GPU_US, cuda.c): collectives and
- * device-to-device copies only. */
-static long gpu_us(const work *w)
+/* How long a work takes on the simulated GPU (clock.c). */
+static long long duration_ns(const work *w)
 {
-  const int copy = w->kind == WORK_COPY && (w->copy_kind == 8 || w->copy_kind == 10);
-  if (w->kind != WORK_COLLECTIVE && !copy)
-    return 0;
-  return sim_gpu_us(copy ? "copy" : "collective",
-                    w->kind == WORK_COLLECTIVE ? w->node.comm->rank : w->rank);
+  if (w->kind == WORK_COLLECTIVE)
+    return work_ns(w->kind,
+                   w->node.count * sim_element_size(&w->node) *
+                       (w->node.allgather ? (size_t)w->node.comm->nranks : 1),
+                   0, w->node.comm->rank);
+  const int d2d =
+      w->kind == WORK_COPY && (w->copy_kind == 8 || w->copy_kind == 10);
+  return work_ns(w->kind, w->size * (w->kind == WORK_FILL ? sizeof(float) : 1),
+                 d2d, w->rank);
 }
 
-/* Runs one work, without the lock: a collective waits for its peers. */
+/* Runs one work, without the lock: a collective waits for its peers. It
+ * starts on its device's simulated clock when the work before it ended
+ * (a collective: when every rank's has), and moves the clock to its end;
+ * the wall time it takes here counts for nothing. */
 static void run(const work *w)
 {
-  const long us = gpu_us(w);
+  long long start_ns = gpu_now_ns(w->device);
   switch (w->kind) {
   case WORK_COPY: /* into or out of a window: the host's access */
     if (w->src != NULL)
@@ -100,21 +105,19 @@ static void run(const work *w)
       ((float *)w->dst)[i] = w->fill_value;
     break;
   case WORK_COLLECTIVE:
-    run_collective(&w->node);
+    start_ns = run_collective(&w->node, start_ns);
     if (cupti_collective != NULL)
       cupti_collective(w->correlation, &w->node);
     break;
   case WORK_EVENT:
-    clock_gettime(CLOCK_MONOTONIC, &w->event->when);
+    w->event->when_ns = start_ns; /* before it reads as landed */
     __atomic_store_n(&w->event->landed, w->record, __ATOMIC_RELEASE);
     break;
   case WORK_KERNEL: run_kernel(w->kernel, w->correlation); break;
+  case WORK_GEMM: /* not computed (cublas.c): it only takes its time */
   case WORK_NOTHING: break;
   }
-  if (us > 0)
-    nanosleep(&(struct timespec){.tv_sec = us / 1000000,
-                                 .tv_nsec = us % 1000000 * 1000},
-              NULL);
+  gpu_busy_until(w->device, start_ns + duration_ns(w));
 }
 
 /* Runs the oldest queued work that `take` selects, after any earlier work
@@ -313,7 +316,9 @@ int enqueue(cudaStream_t stream, int ptds_entry, const work_item *item)
               .size = item->size,
               .bytes = bytes,
               .event = item->event,
-              .correlation = cupti_launch != NULL ? cupti_launch() : 0,
+              .correlation = cupti_launch != NULL && item->kind != WORK_GEMM
+                                 ? cupti_launch()
+                                 : 0, /* (cuBLAS's kernels: unrecorded) */
               .copy_kind = item->copy_kind,
               .fill_value = item->fill_value,
               .lets_next_start = item->lets_next_start,

@@ -55,7 +55,7 @@
  *                        (tools/simulate.sh --preload: CUDA frees them)
  *   SIM_GPU_US=WHAT:R:US[,...]  each collective (WHAT collective) or device
  *                        copy (copy) of rank R (* every rank) takes US
- *                        microseconds of simulated GPU time (queues.c)
+ *                        microseconds of simulated GPU time (clock.c)
  * Like NCCL >= 2.30, it lets several ranks of one communicator use one
  * device only with NCCL_MULTI_RANK_GPU_ENABLE set to a non-zero number and a
  * simulated version >= 2.30. Ranks that are threads sharing a device share
@@ -78,6 +78,7 @@
  *   cuda.c        CUDA: devices, errors
  *   memory.c      CUDA: memory, copies, memsets
  *   queues.c      CUDA: the streams' queues of work, and when it runs
+ *   clock.c       CUDA: the simulated GPU's clock, and how long work takes
  *   streams.c     CUDA: streams, events, cudaDeviceSynchronize
  *   graphs.c      CUDA: graph capture, instantiation and replay
  *   nccl.c        NCCL: versions, ids, communicators
@@ -100,7 +101,6 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <time.h>
 
 #include "nonblocking.h" /* a communicator's state */
 
@@ -174,7 +174,7 @@ struct CUstream_st {
 
 struct CUevent_st {
   struct CUevent_st *next;
-  struct timespec when; /* when its last landed record ran */
+  long long when_ns; /* when its last landed record ran (clock.c) */
   const void *queue;    /* the stream it was last recorded on (queue_key) */
   unsigned long recorded, landed; /* records queued, and run (queues.c) */
 };
@@ -203,10 +203,6 @@ extern _Thread_local char last_error[1024];
         break;                                                                 \
       }                                                                        \
   } while (0)
-
-/* cuda.c: SIM_GPU_US's microseconds for a work of `kind` (collective,
- * copy) of `rank`. */
-long sim_gpu_us(const char *kind, int rank);
 
 /* ------------------------------------------------------------- state.c */
 long env_long(const char *name, long fallback);
@@ -280,13 +276,13 @@ int reads_early(const sim_node *node);
  * and written when it runs, so that a reader on another stream sees the
  * old bytes. */
 enum work_kind { WORK_COPY, WORK_MEMSET, WORK_COLLECTIVE, WORK_EVENT,
-                 WORK_FILL, WORK_KERNEL, WORK_NOTHING };
+                 WORK_FILL, WORK_KERNEL, WORK_GEMM, WORK_NOTHING };
 typedef struct work_item {
   enum work_kind kind;
   void *dst;
   const void *src;    /* WORK_COPY: read when it runs, or NULL: ... */
   const void *staged; /* ... these bytes, copied at the call */
-  size_t size;
+  size_t size; /* bytes (WORK_FILL: floats; WORK_GEMM: multiply-adds) */
   int value;          /* WORK_MEMSET */
   sim_node node;      /* WORK_COLLECTIVE */
   struct CUevent_st *event; /* WORK_EVENT */
@@ -313,10 +309,17 @@ void drop_event(const struct CUevent_st *event);
  * what their queues hold before them); ncclCommAbort: they never run. */
 void land_comm(const struct ncclComm *comm);
 void drop_comm(const struct ncclComm *comm);
-/* collectives.c: a queued collective, when it runs; a captured one that
- * a graph replays (graphs.c). */
-void run_collective(const sim_node *node);
+/* collectives.c: a queued collective, when it runs (returns when it
+ * starts: its ranks' latest ready_ns, clock.c); a captured one that a
+ * graph replays (graphs.c). */
+long long run_collective(const sim_node *node, long long ready_ns);
 ncclResult_t replay_collective(const sim_node *node, cudaStream_t stream);
+
+/* clock.c: a device's simulated clock (ns), moved on to `ns`; a work's
+ * time on it (SIM_GPU_US's, else the model's; d2d: a device copy). */
+long long gpu_now_ns(int device);
+void gpu_busy_until(int device, long long ns);
+long long work_ns(enum work_kind kind, size_t bytes, int d2d, int rank);
 
 /* cupti.c, only in the builds that have it (weak: NULL elsewhere): an API
  * record for a call that queues work, by the calling thread (its

@@ -12,6 +12,16 @@ if begin unit/simulation-is-unkind; then
   no_violation
   end
 fi
+# The simulated GPU's time: events read a clock that only work moves, and a
+# collective waits for its slowest rank (tests/unit/test_sim_clock.c).
+if begin unit/simulation-time; then
+  need unit/test_sim_clock
+  SIM_DIR=$TMPDIR run "$B/unit/test_sim_clock"
+  want_status 0
+  want_out "test_sim_clock: all passed"
+  no_violation
+  end
+fi
 if begin unit/simulation-state-as-nccl; then
   need unit/test_sim_state
   SIM_DIR=$TMPDIR run "$B/unit/test_sim_state"

@@ -110,14 +110,19 @@ fi
 
 # 64 ranks, rank 60 stuck: every rank's line is printed, whole, in order,
 # and the verdict names rank 60, whose call is the oldest (the others wait
-# for it).
+# for it). The others must have reached their waits when the watchdog
+# looks: 64 threads on a loaded machine take longer to get there, so the
+# --timeout is 1 s on a quiet machine, scaled (tests/lib/speed.sh), and so
+# is the simulation's wait for a peer at a rendezvous (SIM_TIMEOUT_MS).
 if begin "hang/pthread/allreduce_sm-64-ranks-rank-60-stuck"; then
-  SIM_DEVICES=64 SIM_HANG=cudaMemcpyAsync:60 sim_run sim-pthread allreduce_sm 64 -n 64 --timeout 1
+  t=$(wall_limit 1)
+  SIM_TIMEOUT_MS=$(($(wall_limit 10) * 1000)) SIM_DEVICES=64 SIM_HANG=cudaMemcpyAsync:60 \
+    sim_run sim-pthread allreduce_sm 64 -n 64 --timeout "$t"
   want_status 3
   order=$(grep -oE "^allreduce_sm: rank [0-9]+: in " "$f.err" | grep -oE '[0-9]+' | tr '\n' ' ')
   [ "$order" = "$(seq -s ' ' 0 63) " ] || why+="rank lines '$order', wanted 0..63 in order; "
   want_err "allreduce_sm: rank 60: in cudaMemcpyAsync("
-  want_err "allreduce_sm: rank 60's call has not returned after --timeout 1 s"
+  want_err "allreduce_sm: rank 60's call has not returned after --timeout $t s"
   # The others wait at the caller's line (main.c's all_ranks_print after
   # the copy), not inside the transport.
   line=$(grep -n 'all_ranks_print(ctx, "  Rank %d data initialized' "$ROOT/01_allreduce/c/main.c" | cut -d: -f1)

@@ -162,14 +162,14 @@ if begin "bench/sim-pthread/allgather_ce-repeat"; then
 fi
 # Loops of a known length: each collective takes 20 ms of simulated GPU
 # time and each device copy 20 ms (SIM_GPU_US), so that the definitions
-# give the times. With -i 3 -r 3 each loop is one operation: its time per
-# operation is at least 20000 us, eager and replayed, and the median loop
-# under 35000 us, room for a loaded machine (a loop of two, or warm-ups
-# inside the events, would be 40000 us or more; a loop divided by the 3
-# operations of all loops, 6667 us). The roof times its 3 copies the same
-# way, after 4 warm-ups: its bandwidth is 256 KiB / 20 ms = 0.0131 GB/s,
-# and above 256 KiB / 35 ms (with the warm-ups timed, 7 copies in 3
-# copies' time: 256 KiB / 46.7 ms).
+# give the times; the events read the simulated GPU's clock, which no load
+# moves (tests/sim/clock.c). With -i 3 -r 3 each loop is one operation:
+# every loop's time per operation is 20000 us, eager and replayed (a loop
+# of two, or warm-ups inside the events, would be 40000 us or more; a loop
+# divided by the 3 operations of all loops, 6667 us). The roof times its 3
+# copies the same way, after 4 warm-ups: its bandwidth is 256 KiB / 20 ms
+# = 0.0131 GB/s (with the warm-ups timed, 7 copies in 3 copies' time:
+# 256 KiB / 46.7 ms = 0.0056 GB/s).
 if begin "bench/sim-pthread/allreduce_sm-known-gpu-time"; then
   SIM_GPU_US='collective:*:20000,copy:*:20000' sim_run sim-pthread allreduce_sm 2 \
     --bench -b 256K -e 256K -w 4 -i 3 -r 3 --graph --csv "$f.csv"
@@ -183,12 +183,12 @@ if sorted(r["mode"] for r in rows) != ["plain", "sym"]:
     bad.append(f"modes {[r['mode'] for r in rows]}, wanted plain and sym")
 for r in rows:
     for p in ("", "graph_"):
-        lo, mid, hi = (float(r[p + c]) for c in ("time_min_us", "time_us", "time_max_us"))
-        if not (20000 <= lo <= mid <= hi and mid < 35000):
-            bad.append(f"{r['mode']} {p}times {lo} {mid} {hi}: wanted 20000 <= min <= median <= max, median < 35000")
+        times = [float(r[p + c]) for c in ("time_min_us", "time_us", "time_max_us")]
+        if any(abs(t - 20000) > 0.5 for t in times):
+            bad.append(f"{r['mode']} {p}times (min, median, max) {times}: wanted 20000 us each")
     roof = float(r["roof_GBps"])
-    if not 262144 / 35000 / 1e3 < roof <= 262144 / 20000 / 1e3 + 0.0005:
-        bad.append(f"{r['mode']} roof_GBps {roof}: wanted 256 KiB per 20 to 35 ms (0.0075 to 0.0131)")
+    if abs(roof - 262144 / 20000 / 1e3) > 0.0005:  # (the CSV's 3 decimals)
+        bad.append(f"{r['mode']} roof_GBps {roof}: wanted 256 KiB per 20 ms (0.0131)")
 print("\n".join(bad))
 sys.exit(1 if bad else 0)
 PY
@@ -199,7 +199,8 @@ PY
 fi
 # -i 3 -r 2: loops of 2 and of 1 operations, each replayed from a graph of
 # its own; each loop's time per operation is its time over its own count,
-# so every loop says the GPU's 20 ms per collective (not 40, or 10).
+# so every loop says the GPU's 20 ms per collective (not 40, or 10), on
+# the simulated clock: 20000 us exactly.
 if begin "bench/sim-pthread/allreduce_sm-graph-loops-of-2-and-1"; then
   SIM_GPU_US='collective:*:20000,copy:*:20000' sim_run sim-pthread allreduce_sm 2 \
     --bench -b 64K -e 64K -w 1 -i 3 -r 2 --graph --csv "$f.csv"
@@ -207,10 +208,10 @@ if begin "bench/sim-pthread/allreduce_sm-graph-loops-of-2-and-1"; then
   python3 - "$f.csv" >"$f.check" 2>&1 <<'PY' || why+="$(head -n 2 "$f.check" | tr '\n' ' '); "
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
-bad = [f"{r['mode']} graph loops {r['graph_loops_us']}: wanted 2, each 20000 to 30000 us"
+bad = [f"{r['mode']} graph loops {r['graph_loops_us']}: wanted 2, each 20000 us"
        for r in rows
        if len(r["graph_loops_us"].split(";")) != 2
-       or not all(20000 <= float(t) < 30000 for t in r["graph_loops_us"].split(";"))]
+       or not all(abs(float(t) - 20000) <= 0.5 for t in r["graph_loops_us"].split(";"))]
 print("\n".join(bad) if rows else "no rows")
 sys.exit(1 if bad or not rows else 0)
 PY

@@ -31,11 +31,14 @@ for record in "$ROOT"/docs/facts/nccl-*.tsv; do
     awk -F'\t' 'NR == FNR { want[$1] = 1; next } FNR == 1 || ($1 in want)' "$f.ids" "$record" >"$facts"
   fi
   # One GPU, as on the machine that recorded them; the facts recorded.
-  # The simulation never hangs in these rounds, so a limit hit is a slow
-  # machine (facts_check.py says so): the limits leave room for a loaded
-  # one (a round of 4 ranks takes 6 s on an idle 2-core machine).
+  # The simulation never hangs in these rounds, so a fact that runs past
+  # the probe's --timeout ("hung") is a slow machine, which facts_check.py
+  # names: the limits leave room for a loaded one (the early reads' 400
+  # AllReduces of 4 ranks take 6 s on an idle 2-core machine, and more
+  # than 20 s beside the suite's other lanes), scaled further by the
+  # machine's measured speed (tests/lib/speed.sh).
   TIMEOUT=$((TIMEOUT * 5)) SIM_DIR=$TMPDIR SIM_NCCL_VERSION=$code SIM_DEVICES=1 NCCL_MULTI_RANK_GPU_ENABLE=1 \
-    run "$B/simcupti-tools/nccl_facts" --tsv --ranks "$n" --timeout 90 \
+    run "$B/simcupti-tools/nccl_facts" --tsv --ranks "$n" --timeout "$(TIMEOUT=$((TIMEOUT * 5)) wall_limit 90)" \
     --only "$(tail -n +2 "$facts" | cut -f1 | paste -sd, -)"
   want_status 0
   python3 "$ROOT/tests/oracles/facts_check.py" "$facts" "$f.out" "$ROOT/tests/oracles/facts_exceptions.txt" >"$f.check" ||
@@ -49,13 +52,16 @@ done
 # 2.30.7 waits (src/device/symmetric/generate.py). So an AllReduce in
 # windows after a writer that lets it start early reads the old data in
 # every round on a simulated 2.30.4, and in none on 2.30.7; without windows
-# (regular kernels), or with a writer that does not trigger, never.
+# (regular kernels), or with a writer that does not trigger, never. Each
+# fact's 400 AllReduces take seconds of wall time, more on a loaded
+# machine: the probe's --timeout is scaled (tests/lib/speed.sh).
 for v in 23004 23007; do
   c="facts/sim/early-reads-$v"
   begin "$c" || continue
   need sim-tools/nccl_facts
   SIM_DIR=$TMPDIR SIM_NCCL_VERSION=$v SIM_DEVICES=1 NCCL_MULTI_RANK_GPU_ENABLE=1 \
-    run "$B/sim-tools/nccl_facts" --tsv --ranks 2 --timeout 20 --only order.early-reads,order.early-reads-plain
+    run "$B/sim-tools/nccl_facts" --tsv --ranks 2 --timeout "$(wall_limit 20)" \
+    --only order.early-reads,order.early-reads-plain
   want_status 0
   wrong=$([ $v = 23004 ] && echo 200 || echo 0)
   grep -q "^order.early-reads	.*	writer letting the AllReduce start early: $wrong of 200 rounds wrong.*; without: 0 of 200" "$f.out" ||
@@ -86,7 +92,7 @@ for setting in "23007" "23007 SIM_WRONG_RESULT=1"; do
     need sim-tools/nccl_facts
     # shellcheck disable=SC2086 # the variables are words
     SIM_DIR=$TMPDIR run env SIM_NCCL_VERSION=$version SIM_DEVICES=2 $vars "$B/sim-tools/nccl_facts" \
-      --tsv --ranks 2 --only register.sizes-differ --timeout 20
+      --tsv --ranks 2 --only register.sizes-differ --timeout "$(wall_limit 20)"
     want_status 0
     if [ -z "$vars" ]; then
       row=$(facts_row "$f.out" register.sizes-differ)
@@ -104,7 +110,7 @@ for setting in "22803" "22809 SIM_NO_SYMMETRIC=1 NCCL_LOCAL_REGISTER=0" "22902 S
   if begin "$c"; then
     need sim-tools/nccl_facts
     # shellcheck disable=SC2086 # the variables are words
-    SIM_DIR=$TMPDIR run env SIM_NCCL_VERSION=$version $vars "$B/sim-tools/nccl_facts" --tsv --timeout 20
+    SIM_DIR=$TMPDIR run env SIM_NCCL_VERSION=$version $vars "$B/sim-tools/nccl_facts" --tsv --timeout "$(wall_limit 20)"
     want_status 0
     case $setting in
       22803)
