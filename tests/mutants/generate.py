@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# Over 350 lines: one tool, read in order: the C tokens, the kinds of mutants, the seeded sample, the compile check and its own self-test.
 """The generated mutants of `make test-mutants`: one token changed.
 
 Every C file (and C header) that tests/mutants/coverage.txt names is read
