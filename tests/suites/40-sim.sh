@@ -3,7 +3,7 @@
 # sim/asan-pthread/..., sim/asan-mpi/... and sim/tsan-pthread/... (the same
 # under the sanitizers), sim/simulate/... (tools/simulate.sh).
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
-# Lane: second (tests/run_tests.sh runs the lanes of a whole run at once)
+# Lane: first (tests/run_tests.sh runs the lanes of a whole run at once)
 
 # output_case VARIANT PROGRAM NRANKS [COUNT]: the simulation shows 8 GPUs.
 output_case() {

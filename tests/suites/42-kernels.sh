@@ -12,8 +12,9 @@
 # Cases: kernels/correct/NAME/MODE-RANKS-seed-S, kernels/wrong/NAME/...,
 # kernels/seed/..., kernels/slow-machine/..., kernels/hang/...,
 # kernels/copied-lesson/...
-# make test runs each at 2 ranks as threads and 4 as MPI processes, one
-# seed; make test-kernels (KERNEL_MATRIX=full) at 2, 4 and 8 ranks, both
+# make test runs the lesson's kernel and the two-shot pair at 2 ranks as
+# threads and 4 as MPI processes, one seed, every other kernel once;
+# make test-kernels (KERNEL_MATRIX=full) at 2, 4 and 8 ranks, both
 # modes, seeds 1 to 20.
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
 # Lane: second (tests/run_tests.sh runs the lanes of a whole run at once)
@@ -98,22 +99,27 @@ MIDDLE='s/memory_order_acq_rel); \/\* middle \*\//memory_order_ORDER); \/* middl
 NOT_ACQUIRED="this side did not acquire it"
 NOT_RELEASED="the other side released nothing after it"
 SHARED="while CTA"
+# make test runs the lesson's kernel and the two-shot pair at both of
+# KERNEL_RUNS, every other kernel once (a wrong one at 2 ranks as threads,
+# a correct one at 4 as MPI processes); make test-kernels all of them.
+[ "${KERNEL_MATRIX:-}" = full ] && ONCE_WRONG="" ONCE_RIGHT="" ONLY_FULL="" ||
+  ONCE_WRONG="threads:2:1" ONCE_RIGHT="mpi:4:2" ONLY_FULL=none
 kernel_cases correct lesson - ""
 kernel_cases correct two-shot two-shot.cu ""
-kernel_cases correct stores-then-read stores-then-read.cu ""
-kernel_cases correct pointers-before-the-barrier pointers-before-the-barrier.cu ""
-kernel_cases correct shared-memory shared-memory.cu ""
-kernel_cases correct warp-shuffle warp-shuffle.cu ""
-kernel_cases correct float4 float4.cu ""
+RUNS=$ONCE_RIGHT kernel_cases correct stores-then-read stores-then-read.cu ""
+RUNS=$ONCE_RIGHT kernel_cases correct pointers-before-the-barrier pointers-before-the-barrier.cu ""
+RUNS=$ONCE_RIGHT kernel_cases correct shared-memory shared-memory.cu ""
+RUNS=$ONCE_RIGHT kernel_cases correct warp-shuffle warp-shuffle.cu ""
+RUNS=$ONCE_RIGHT kernel_cases correct float4 float4.cu ""
 kernel_cases wrong two-shot-release-middle two-shot.cu "${MIDDLE/ORDER/release}" lsa-data-race "$NOT_ACQUIRED"
-kernel_cases wrong two-shot-acquire-middle two-shot.cu "${MIDDLE/ORDER/acquire}" lsa-data-race "$NOT_RELEASED"
-kernel_cases wrong stores-then-acquire stores-then-read.cu "${MIDDLE/ORDER/acquire}" lsa-data-race "$NOT_RELEASED"
-kernel_cases wrong stores-then-release stores-then-read.cu "${MIDDLE/ORDER/release}" lsa-data-race "$NOT_ACQUIRED"
-kernel_cases wrong relaxed-first-barrier - '0,/memory_order_acquire);/s//memory_order_relaxed);/' lsa-data-race "this side did not acquire it: it observed a barrier that published it, but its wait was relaxed"
-kernel_cases wrong reads-after-the-release reads-after-the-release.cu "" lsa-data-race "$NOT_ACQUIRED"
-kernel_cases wrong writes-peer-after-the-release writes-peer-after-the-release.cu "" lsa-data-race "$NOT_RELEASED"
-kernel_cases wrong all-ctas-on-barrier-0 - 's/devComm.lsaBarrier, blockIdx.x}/devComm.lsaBarrier, 0}/' lsa-barrier "$SHARED"
-kernel_cases wrong half-the-barriers - 's/devComm.lsaBarrier, blockIdx.x}/devComm.lsaBarrier, blockIdx.x % 8}/' lsa-barrier "$SHARED"
+RUNS=$ONCE_WRONG kernel_cases wrong two-shot-acquire-middle two-shot.cu "${MIDDLE/ORDER/acquire}" lsa-data-race "$NOT_RELEASED"
+RUNS=$ONCE_WRONG kernel_cases wrong stores-then-acquire stores-then-read.cu "${MIDDLE/ORDER/acquire}" lsa-data-race "$NOT_RELEASED"
+RUNS=$ONCE_WRONG kernel_cases wrong stores-then-release stores-then-read.cu "${MIDDLE/ORDER/release}" lsa-data-race "$NOT_ACQUIRED"
+RUNS=$ONCE_WRONG kernel_cases wrong relaxed-first-barrier - '0,/memory_order_acquire);/s//memory_order_relaxed);/' lsa-data-race "this side did not acquire it: it observed a barrier that published it, but its wait was relaxed"
+RUNS=$ONCE_WRONG kernel_cases wrong reads-after-the-release reads-after-the-release.cu "" lsa-data-race "$NOT_ACQUIRED"
+RUNS=$ONCE_WRONG kernel_cases wrong writes-peer-after-the-release writes-peer-after-the-release.cu "" lsa-data-race "$NOT_RELEASED"
+RUNS=$ONCE_WRONG kernel_cases wrong all-ctas-on-barrier-0 - 's/devComm.lsaBarrier, blockIdx.x}/devComm.lsaBarrier, 0}/' lsa-barrier "$SHARED"
+RUNS=$ONCE_WRONG kernel_cases wrong half-the-barriers - 's/devComm.lsaBarrier, blockIdx.x}/devComm.lsaBarrier, blockIdx.x % 8}/' lsa-barrier "$SHARED"
 
 # GPU threads that interleave, CTA barriers by call site, atomics by
 # scope, fences by scope (tests/sim/shadow.c, sites.c, fences.c). make
@@ -128,8 +134,6 @@ kernel_cases wrong half-the-barriers - 's/devComm.lsaBarrier, blockIdx.x}/devCom
 # The correct twins of the wrong ones that the lesson's kernel and the
 # ones above already stand for (stores then a barrier, barriers met by
 # every thread, a CTA's own elements) run only there.
-[ "${KERNEL_MATRIX:-}" = full ] && ONCE_WRONG="" ONCE_RIGHT="" ONLY_FULL="" ||
-  ONCE_WRONG="threads:2:1" ONCE_RIGHT="mpi:4:2" ONLY_FULL=none
 RUNS=$ONLY_FULL kernel_cases correct stores-first stores-first.cu ""
 RUNS=$ONCE_RIGHT kernel_cases correct shared-count shared-count.cu ""
 RUNS=$ONLY_FULL kernel_cases correct converged-barrier converged-barrier.cu ""

@@ -4,7 +4,7 @@
 # stream is in every output case).
 # Cases: unkind/pthread/... and unkind/mpi/... (threads, MPI).
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
-# Lane: second (tests/run_tests.sh runs the lanes of a whole run at once)
+# Lane: third (tests/run_tests.sh runs the lanes of a whole run at once)
 
 # ------------------------------------------------ window handles per version
 # unkind_run VARIANT PROGRAM N "ORACLE OPTIONS" [VAR=VALUE...]: under those

@@ -3,7 +3,7 @@
 # Cases: bench-output/sim-pthread/PROGRAM-csv-... and -stdout-...
 # (60-bench.sh: the bench itself).
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
-# Lane: second (tests/run_tests.sh runs the lanes of a whole run at once)
+# Lane: third (tests/run_tests.sh runs the lanes of a whole run at once)
 
 # through_fifo SIM_RUN_ARGS...: sim_run with the program's --csv going to the
 # FIFO $f.fifo, which a reader copies into $f.csv. The reader waits at most

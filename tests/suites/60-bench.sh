@@ -5,7 +5,7 @@
 # plots: 61-plot.sh; beside nccl-tests:
 # 65-compare.sh.)
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
-# Lane: second (tests/run_tests.sh runs the lanes of a whole run at once)
+# Lane: third (tests/run_tests.sh runs the lanes of a whole run at once)
 
 # ------------------------------------------------------------- --bench
 nmodes_of() { [ "$1" = allreduce_sm ] && echo 2 || echo 3; }
