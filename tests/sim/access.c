@@ -301,12 +301,14 @@ static void device_access(const void *p, size_t bytes, int how, int scope,
     check_bounds(past, p, bytes, how, &now);
   if (rg != NULL) {
     fences_accessed();
+    order_kernel_access(rg->base, p, bytes, now.writes, scope != SCOPE_NONE);
     check_window(rg, p, bytes, &now);
     return;
   }
   global_region *g = global_of(p);
   if (g != NULL) {
     fences_accessed();
+    order_kernel_access(g->base, p, bytes, now.writes, scope != SCOPE_NONE);
     check_global(g, f, p, bytes, &now);
   }
 }

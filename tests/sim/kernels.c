@@ -92,6 +92,7 @@ cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block,
                              void **args, size_t shared, cudaStream_t stream)
 {
   (void)grid, (void)block, (void)shared;
+  NOTE_CALLER();
   check_shared_context("cudaLaunchKernel", stream);
   return launch(func, args, stream, 0);
 }
@@ -101,6 +102,7 @@ cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 grid, dim3 block,
                                   cudaStream_t stream)
 {
   (void)grid, (void)block, (void)shared;
+  NOTE_CALLER();
   return launch(func, args, stream, 1);
 }
 
@@ -175,6 +177,7 @@ cudaError_t ncclsim_launch(const char *name, dim3 grid, dim3 block,
                            void (*release)(void *),
                            void *(*clone)(const void *))
 {
+  NOTE_CALLER();
   if (clone == NULL)
     refuse_in_capture("a kernel launch", stream);
   if (volume(block) == 0 || volume(block) > 1024 || block.z > 64 ||

@@ -37,6 +37,7 @@ typedef struct work {
   float fill_value;     /* WORK_FILL */
   int lets_next_start;  /* WORK_FILL */
   struct sim_kernel *kernel; /* WORK_KERNEL */
+  struct order_mark *mark;   /* its place in the rank's stream order */
 } work;
 
 static work *queued; /* oldest first; guarded by `lock` */
@@ -67,6 +68,22 @@ const void *queue_key(cudaStream_t stream, int ptds_entry)
   return stream;
 }
 
+int queue_kind(cudaStream_t stream, int ptds_entry)
+{
+  const void *key = queue_key(stream, ptds_entry);
+  if (is_legacy(key))
+    return ORDER_LEGACY;
+  if (key == &per_thread_stream_key)
+    return ORDER_PER_THREAD;
+  int kind = ORDER_BLOCKING;
+  pthread_mutex_lock(&lock);
+  for (const struct CUstream_st *s = streams; s; s = s->next)
+    if (s == stream && s->nonblocking)
+      kind = ORDER_NONBLOCKING;
+  pthread_mutex_unlock(&lock);
+  return kind;
+}
+
 /* The simulated GPU time of a work (SIM_GPU_US, cuda.c): collectives and
  * device-to-device copies only. */
 static long gpu_us(const work *w)
@@ -82,6 +99,7 @@ static long gpu_us(const work *w)
 static void run(const work *w)
 {
   const long us = gpu_us(w);
+  order_begin(w->mark);
   switch (w->kind) {
   case WORK_COPY: /* into or out of a window: the host's access */
     if (w->src != NULL)
@@ -111,6 +129,7 @@ static void run(const work *w)
   case WORK_KERNEL: run_kernel(w->kernel, w->correlation); break;
   case WORK_NOTHING: break;
   }
+  order_end(w->mark); /* checked against the rank's other streams, kept */
   if (us > 0)
     nanosleep(&(struct timespec){.tv_sec = us / 1000000,
                                  .tv_nsec = us % 1000000 * 1000},
@@ -216,6 +235,7 @@ void drop_comm(const struct ncclComm *comm)
     work *w = *link;
     if (of_comm(w, comm) && !w->running) {
       *link = w->next;
+      order_drop(w->mark);
       free(w->bytes);
       free(w);
     } else {
@@ -243,8 +263,8 @@ void drop_event(const struct CUevent_st *event)
 }
 
 /* Work on the legacy default stream waits for every blocking stream of its
- * device, and work on those (and on the per-thread default stream) waits
- * for the legacy default stream; non-blocking streams wait for neither.
+ * device and the thread's per-thread default stream, and work on those
+ * waits for the legacy default stream; non-blocking streams wait for neither.
  * The simulation runs that earlier work at once (a host wait where a GPU
  * would only order the streams), so the order holds. */
 static void order_after_other_streams(const void *key, cudaStream_t stream)
@@ -255,11 +275,13 @@ static void order_after_other_streams(const void *key, cudaStream_t stream)
       const void *other = NULL;
       for (const work *w = queued; w && !other; w = w->next)
         if (w->device == current_device && !is_legacy(w->queue) &&
-            w->queue != (const void *)&per_thread_stream_key &&
-            w->owner == &per_thread_stream_key)
+            w->owner == &per_thread_stream_key) {
+          if (w->queue == (const void *)&per_thread_stream_key)
+            other = w->queue;
           for (const struct CUstream_st *s = streams; s; s = s->next)
             if ((const void *)s == w->queue && !s->nonblocking)
               other = w->queue;
+        }
       pthread_mutex_unlock(&lock);
       if (other == NULL)
         return;
@@ -283,6 +305,41 @@ void stream_sync_point(cudaStream_t stream, int ptds_entry)
   const void *key = queue_key(stream, ptds_entry);
   order_after_other_streams(key, stream);
   land_queue(key);
+  order_host_waits(key);
+}
+
+/* The work's place in the rank's stream order (order.c), with what it
+ * touches that is known now. */
+static struct order_mark *mark_of(const void *key, int kind,
+                                  const work_item *item)
+{
+  char what[96];
+  const sim_node *n = &item->node;
+  switch (item->kind) {
+  case WORK_KERNEL:
+    snprintf(what, sizeof what, "kernel %s", item->kernel->name);
+    break;
+  case WORK_COLLECTIVE:
+    snprintf(what, sizeof what, "%s", n->allgather ? "ncclAllGather" : "ncclAllReduce");
+    break;
+  case WORK_FILL: snprintf(what, sizeof what, "kernel fill"); break;
+  default:
+    snprintf(what, sizeof what, "%s", item->call ? item->call
+                                      : item->kind == WORK_MEMSET ? "cudaMemsetAsync"
+                                                                  : "a copy");
+  }
+  struct order_mark *m = order_queue(key, kind, what);
+  if (item->kind == WORK_COPY || item->kind == WORK_MEMSET) {
+    order_touch(m, item->dst, item->size, 1);
+    order_touch(m, item->src, item->size, 0);
+  } else if (item->kind == WORK_FILL) {
+    order_touch(m, item->dst, item->size * sizeof(float), 1);
+  } else if (item->kind == WORK_COLLECTIVE) {
+    const size_t bytes = n->count * sim_element_size(n);
+    order_touch(m, n->send, bytes, 0);
+    order_touch(m, n->recv, n->allgather ? bytes * (size_t)n->comm->nranks : bytes, 1);
+  }
+  return m;
 }
 
 int enqueue(cudaStream_t stream, int ptds_entry, const work_item *item)
@@ -320,6 +377,11 @@ int enqueue(cudaStream_t stream, int ptds_entry, const work_item *item)
               .kernel = item->kernel};
   if (item->kind == WORK_COLLECTIVE)
     w->node = item->node;
+  const int kind = queue_kind(stream, ptds_entry);
+  if (item->kind == WORK_EVENT)
+    order_event_record(&item->event->order, key, kind);
+  else
+    w->mark = mark_of(key, kind, item);
   const int early = item->kind == WORK_COLLECTIVE && reads_early(&item->node);
   pthread_mutex_lock(&lock);
   if (item->kind == WORK_EVENT) {

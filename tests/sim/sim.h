@@ -85,6 +85,7 @@
  *   nonblocking.c NCCL: a communicator's state, non-blocking ones
  *   queries.c     NCCL: a communicator's state, size and rank
  *   unsimulated.c NCCL: the calls the simulation lacks, said as such
+ *   order.c       CUDA: one rank's streams ordered against each other
  *   windows.c     ncclMemAlloc/ncclMemFree and symmetric windows
  *   support.c     what a registration gets, per NCCL version and setting
  *   collectives.c ncclAllReduce and ncclAllGather
@@ -177,6 +178,7 @@ struct CUevent_st {
   struct timespec when; /* when its last landed record ran */
   const void *queue;    /* the stream it was last recorded on (queue_key) */
   unsigned long recorded, landed; /* records queued, and run (queues.c) */
+  struct order_clock *order; /* the stream order at its last record (order.c) */
 };
 
 extern pthread_mutex_t lock;
@@ -295,8 +297,11 @@ typedef struct work_item {
   int lets_next_start; /* WORK_FILL: the kernel lets the next kernel on its
                           stream start early (kernels.c) */
   struct sim_kernel *kernel; /* WORK_KERNEL: run, then freed, when it runs */
+  const char *call;   /* the call that queued it, for messages (or NULL) */
 } work_item;
 const void *queue_key(cudaStream_t stream, int ptds_entry);
+/* What stream that is, for order.c: ORDER_LEGACY, ... */
+int queue_kind(cudaStream_t stream, int ptds_entry);
 /* Queues the item on the stream, after the work of the streams it waits
  * for; 0 if out of memory. */
 int enqueue(cudaStream_t stream, int ptds_entry, const work_item *item);
@@ -317,6 +322,37 @@ void drop_comm(const struct ncclComm *comm);
  * a graph replays (graphs.c). */
 void run_collective(const sim_node *node);
 ncclResult_t replay_collective(const sim_node *node, cudaStream_t stream);
+
+/* ------------------------------------------------------------- order.c
+ * One rank's (thread's) streams ordered against each other, and the races
+ * between them (stream-data-race). A work queued gets a mark (its place in
+ * the order: order_queue; NULL if out of memory, then nothing is checked);
+ * what it touches is noted, the known parts when queued (order_touch), a
+ * kernel's as it runs (order_kernel_access, between order_begin and
+ * order_end, which checks it and keeps it). The host's waits and events
+ * order the streams. order_caller: where the program made the call that
+ * queues (a return address in its code), set by the calls that queue. */
+enum { ORDER_LEGACY = 1, ORDER_PER_THREAD, ORDER_BLOCKING, ORDER_NONBLOCKING };
+struct order_mark;
+struct order_clock;
+extern _Thread_local const void *order_caller;
+#define NOTE_CALLER() (order_caller = __builtin_return_address(0))
+struct order_mark *order_queue(const void *key, int kind, const char *what);
+void order_touch(struct order_mark *m, const void *p, size_t bytes, int writes);
+void order_kernel_access(const void *base, const void *p, size_t bytes,
+                         int writes, int atomic);
+void order_begin(struct order_mark *m);
+void order_end(struct order_mark *m);
+void order_drop(struct order_mark *m);
+void order_host_waits(const void *key);
+void order_host_waits_all(void);
+void order_event_record(struct order_clock **clock, const void *key, int kind);
+void order_event_gone(struct order_clock *clock);
+void order_host_waits_event(const struct order_clock *clock);
+void order_stream_waits_event(const void *key, int kind,
+                              const struct order_clock *clock);
+void order_stream_gone(const void *key);
+void order_forget(const void *base, size_t bytes);
 
 /* cupti.c, only in the builds that have it (weak: NULL elsewhere): an API
  * record for a call that queues work, by the calling thread (its
