@@ -166,6 +166,7 @@ static cudaError_t copy(const char *call, void *dst, const void *src,
   const void *key = queue_key(stream, ptds_entry);
   struct order_mark *m = order_queue(key, queue_kind(stream, ptds_entry), call);
   order_touch(m, src, count, 0);
+  land_racing(m, src, count);
   order_begin(m);
   hb_host_access(src, count, HB_READ); /* out of a window: the host's read */
   memmove(dst, src, count);

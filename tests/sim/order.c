@@ -33,6 +33,7 @@
 #include <string.h>
 
 #define SLOTS 64 /* streams of one thread at once */
+#define SITES 6
 
 enum { SLOT_FREE = 0, SLOT_LEGACY = ORDER_LEGACY,
        SLOT_PER_THREAD = ORDER_PER_THREAD, SLOT_BLOCKING = ORDER_BLOCKING,
@@ -51,7 +52,8 @@ struct order_mark {
   uint32_t seq;          /* its place on its stream */
   uint32_t vc[SLOTS];    /* what of each stream is ordered before it */
   char what[96];         /* "cudaMemsetAsync", "kernel k" */
-  uint32_t site;         /* where the program queued it (sites.c), or 0 */
+  uint32_t site[SITES];  /* where the program queued it (sites.c), 0: no
+                            more: its call, and the calls around it */
   unsigned long queued;  /* the thread's how manieth work */
   int ran;
   span *spans;
@@ -75,6 +77,8 @@ static rank_order *orders;
 static _Thread_local rank_order *mine;
 static _Thread_local struct order_mark *current; /* the work running here */
 _Thread_local const void *order_caller;          /* the program's call */
+_Thread_local void *order_frames[ORDER_FRAMES]; /* ... or these (a launch) */
+_Thread_local int order_nframes;
 
 static void join(uint32_t *into, const uint32_t *from)
 {
@@ -187,7 +191,13 @@ struct order_mark *order_queue(const void *key, int kind, const char *what)
   m->ro = ro, m->slot = s, m->seq = clock[s], m->rank = sim_rank();
   memcpy(m->vc, clock, sizeof m->vc);
   snprintf(m->what, sizeof m->what, "%s", what);
-  m->site = order_caller ? exe_offset(order_caller) : 0;
+  if (order_nframes > 0) { /* a kernel's launch: from a header's wrapper */
+    for (int i = 0; i < order_nframes && i < SITES; i++)
+      m->site[i] = exe_offset(order_frames[i]);
+    order_nframes = 0;
+  } else {
+    m->site[0] = order_caller ? exe_offset(order_caller) : 0;
+  }
   m->queued = ++ro->queued;
   m->next = ro->pending;
   ro->pending = m;
@@ -330,6 +340,45 @@ void order_kernel_access(const void *base, const void *p, size_t bytes,
 
 void order_begin(struct order_mark *m) { current = m; }
 
+/* Is queued work m unordered with `read` (a read of [p, p + bytes) that
+ * is about to run), and does it write any of those bytes, as far as is
+ * known before it runs? *unknown: what it touches is known only once it
+ * runs (a kernel's). */
+int order_races_read(const struct order_mark *m, const struct order_mark *read,
+                     const void *p, size_t bytes, int *unknown)
+{
+  *unknown = 0;
+  if (m == NULL || read == NULL || m->ro != read->ro)
+    return 0;
+  pthread_mutex_lock(&order_lock);
+  int races = 0;
+  if (read->vc[m->slot] < m->seq && m->vc[read->slot] < read->seq) {
+    const unsigned char *lo = p, *hi = lo + bytes;
+    *unknown = m->nspans == 0;
+    for (int i = 0; i < m->nspans && !races; i++)
+      races = m->spans[i].writes && m->spans[i].lo < hi && lo < m->spans[i].hi;
+  }
+  pthread_mutex_unlock(&order_lock);
+  return races;
+}
+
+/* "main.cu:63": the first of m's places that is a line of a source file
+ * (a header's wrapper is passed by), else "". */
+static void site_of(const struct order_mark *m, char *buf, size_t len)
+{
+  char line[160];
+  buf[0] = '\0';
+  for (int i = 0; i < SITES && m->site[i] != 0; i++) {
+    line_of(m->site[i], line, sizeof line);
+    const char *colon = strrchr(line, ':');
+    if (line[0] == '\0' || (colon && colon > line + 1 && colon[-2] == '.' &&
+                             colon[-1] == 'h'))
+      continue;
+    snprintf(buf, len, "%s", line);
+    return;
+  }
+}
+
 static void report(const struct order_mark *now, const span *a,
                    const struct order_mark *other, const span *b)
 {
@@ -338,8 +387,8 @@ static void report(const struct order_mark *now, const span *a,
   const struct order_mark *second = first == now ? other : now;
   char s1[96], s2[96], at1[160] = "", at2[160] = "", where[160] = "";
   const unsigned char *lo = a->lo > b->lo ? a->lo : b->lo;
-  line_of(now->site, at1, sizeof at1);
-  line_of(other->site, at2, sizeof at2);
+  site_of(now, at1, sizeof at1);
+  site_of(other, at2, sizeof at2);
   pthread_mutex_lock(&lock);
   const sim_alloc *buf = find_alloc(lo, 1);
   if (buf != NULL)

@@ -204,6 +204,34 @@ int kernels_queued_with(const void *devcomm_state)
   return n;
 }
 
+void land_racing(const struct order_mark *read, const void *p, size_t bytes)
+{
+  for (;;) {
+    /* the thread's queued work, oldest first: its queue, mark, and the
+     * communicator of a kernel's device communicator */
+    struct { const void *key; const struct order_mark *mark; ncclComm_t comm; } c[64];
+    int n = 0;
+    pthread_mutex_lock(&lock);
+    for (const work *w = queued; w != NULL && n < 64; w = w->next)
+      if (w->owner == &per_thread_stream_key && !w->running && w->mark) {
+        const sim_devcomm *d = w->kind == WORK_KERNEL && w->kernel->devcomm
+                                   ? w->kernel->devcomm->sim : NULL;
+        c[n].key = w->queue, c[n].mark = w->mark;
+        c[n++].comm = d != NULL ? d->comm : NULL;
+      }
+    pthread_mutex_unlock(&lock);
+    int i = 0, unknown = 0;
+    while (i < n && !order_races_read(c[i].mark, read, p, bytes, &unknown) &&
+           !(unknown && c[i].comm && in_symmetric_window(c[i].comm, p, bytes)))
+      i++;
+    if (i == n)
+      return;
+    work was;
+    while (land_one(in_queue, c[i].key, &was) && was.mark != c[i].mark)
+      ;
+  }
+}
+
 void land_device_work(void)
 {
   while (land_one(mine_here, NULL, NULL))

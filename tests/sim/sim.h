@@ -307,6 +307,13 @@ int queue_kind(cudaStream_t stream, int ptds_entry);
 int enqueue(cudaStream_t stream, int ptds_entry, const work_item *item);
 /* Runs the work queued on that stream (and on the streams it waits for). */
 void stream_sync_point(cudaStream_t stream, int ptds_entry);
+/* Before the host reads [p, p + bytes) (read: the read's mark): runs the
+ * work the calling thread queued on other streams that is not ordered
+ * with the read and writes those bytes (or, a kernel, may: it takes a
+ * device communicator with a window there), so that order_end names the
+ * race at the read, as a GPU may run that work first. */
+struct order_mark;
+void land_racing(const struct order_mark *read, const void *p, size_t bytes);
 void land_queue(const void *key);
 /* cudaDeviceSynchronize and the freeing calls: the calling thread's work
  * on its device. */
@@ -337,11 +344,16 @@ struct order_mark;
 struct order_clock;
 extern _Thread_local const void *order_caller;
 #define NOTE_CALLER() (order_caller = __builtin_return_address(0))
+#define ORDER_FRAMES 8
+extern _Thread_local void *order_frames[ORDER_FRAMES]; /* a launch's: */
+extern _Thread_local int order_nframes;   /* the calls it is made from */
 struct order_mark *order_queue(const void *key, int kind, const char *what);
 void order_touch(struct order_mark *m, const void *p, size_t bytes, int writes);
 void order_kernel_access(const void *base, const void *p, size_t bytes,
                          int writes, int atomic);
 void order_begin(struct order_mark *m);
+int order_races_read(const struct order_mark *m, const struct order_mark *read,
+                     const void *p, size_t bytes, int *unknown);
 void order_end(struct order_mark *m);
 void order_drop(struct order_mark *m);
 void order_host_waits(const void *key);
