@@ -141,12 +141,17 @@ static int slot_of(rank_order *ro, const void *key, int kind)
  * queued (not yet ordered after it by the host and every queued work). */
 static void prune(rank_order *ro)
 {
+  if (ro->done == NULL)
+    return;
+  uint32_t least[SLOTS]; /* of each stream, what every queued work is after */
+  memcpy(least, ro->host, sizeof least);
+  for (const struct order_mark *p = ro->pending; p; p = p->next)
+    for (int i = 0; i < SLOTS; i++)
+      if (p->vc[i] < least[i])
+        least[i] = p->vc[i];
   for (struct order_mark **link = &ro->done; *link;) {
     struct order_mark *m = *link;
-    int keep = ro->host[m->slot] < m->seq;
-    for (const struct order_mark *p = ro->pending; p && !keep; p = p->next)
-      keep = p->vc[m->slot] < m->seq;
-    if (keep) {
+    if (least[m->slot] < m->seq) {
       link = &m->next;
     } else {
       *link = m->next;

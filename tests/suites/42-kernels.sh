@@ -351,8 +351,9 @@ kernel_cases correct upload-ordered-by-an-event - "$UPLOAD_STREAM
 $UPLOAD_EVENT"
 kernel_cases wrong upload-on-another-stream - "$UPLOAD_STREAM" stream-data-race \
   "record an event after cudaMemcpyAsync (cudaEventRecord on its stream) and cudaStreamWaitEvent on kernel simpleAllReduceKernel's stream before queuing it"
+# (The copy's line is its statement's first: CUDACHECK( on the line before.)
 kernel_cases wrong result-read-without-waiting - "$NO_WAIT" stream-data-race \
-  "cudaMemcpy at main.cu:$(grep -n 'cudaMemcpy(h_result, d_recvbuff' "$ROOT/03_allreduce_lsa/c/main.cu" | cut -d: -f1) on the per-thread default stream reads byte 0 of the $((SMALL * 4))-byte buffer at"
+  "cudaMemcpy at main.cu:$(($(grep -n 'cudaMemcpy(h_result, d_recvbuff' "$ROOT/03_allreduce_lsa/c/main.cu" | cut -d: -f1) - 1)) on the per-thread default stream reads byte"
 # Window bounds to the byte: 4099 floats, 16396 bytes; the last float4
 # (bytes 16384 to 16399) runs 4 bytes past the window.
 KERNEL_COUNT=4099 RUNS=$ONCE_RIGHT kernel_cases correct float4-and-tail float4-and-tail.cu ""
