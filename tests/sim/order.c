@@ -48,14 +48,13 @@ typedef struct span {
 struct order_mark {
   struct order_mark *next;
   struct rank_order *ro;
-  int slot, rank;
+  int slot;
   uint32_t seq;          /* its place on its stream */
   uint32_t vc[SLOTS];    /* what of each stream is ordered before it */
   char what[96];         /* "cudaMemsetAsync", "kernel k" */
   uint32_t site[SITES];  /* where the program queued it (sites.c), 0: no
                             more: its call, and the calls around it */
   unsigned long queued;  /* the thread's how manieth work */
-  int ran;
   span *spans;
   int nspans, cap;
 };
@@ -193,7 +192,7 @@ struct order_mark *order_queue(const void *key, int kind, const char *what)
                     ro->kind[o] == SLOT_LEGACY)))
       join(clock, ro->stream[o]);
   clock[s]++;
-  m->ro = ro, m->slot = s, m->seq = clock[s], m->rank = sim_rank();
+  m->ro = ro, m->slot = s, m->seq = clock[s];
   memcpy(m->vc, clock, sizeof m->vc);
   snprintf(m->what, sizeof m->what, "%s", what);
   if (order_nframes > 0) { /* a kernel's launch: from a header's wrapper */
@@ -473,6 +472,6 @@ void order_forget(const void *base, size_t bytes)
     for (struct order_mark *m = ro->done; m; m = m->next)
       for (int i = 0; i < m->nspans; i++)
         if (m->spans[i].lo < hi && lo < m->spans[i].hi)
-          m->spans[i].hi = m->spans[i].lo; /* empty */
+          m->spans[i].lo = m->spans[i].hi = NULL; /* meets nothing */
   pthread_mutex_unlock(&order_lock);
 }

@@ -85,6 +85,7 @@
  *   nonblocking.c NCCL: a communicator's state, non-blocking ones
  *   queries.c     NCCL: a communicator's state, size and rank
  *   unsimulated.c NCCL: the calls the simulation lacks, said as such
+ *   unsimulated_cuda.c  CUDA: the same for the runtime's calls
  *   order.c       CUDA: one rank's streams ordered against each other
  *   windows.c     ncclMemAlloc/ncclMemFree and symmetric windows
  *   support.c     what a registration gets, per NCCL version and setting
