@@ -1,4 +1,5 @@
-/* ncclsim: the streams' queues of work (see sim.h). CUDA and NCCL queue
+/* Over 350 lines: one job, the queued work and when it runs, in one list.
+ * ncclsim: the streams' queues of work (see sim.h). CUDA and NCCL queue
  * work on a stream and return before it runs; the simulation does the
  * same, at its least convenient: queued work runs only when a host call
  * must wait for it (a synchronisation of its stream, an event's, the
@@ -66,22 +67,6 @@ const void *queue_key(cudaStream_t stream, int ptds_entry)
   if (stream == NULL || stream == cudaStreamLegacy)
     return legacy_key();
   return stream;
-}
-
-int queue_kind(cudaStream_t stream, int ptds_entry)
-{
-  const void *key = queue_key(stream, ptds_entry);
-  if (is_legacy(key))
-    return ORDER_LEGACY;
-  if (key == &per_thread_stream_key)
-    return ORDER_PER_THREAD;
-  int kind = ORDER_BLOCKING;
-  pthread_mutex_lock(&lock);
-  for (const struct CUstream_st *s = streams; s; s = s->next)
-    if (s == stream && s->nonblocking)
-      kind = ORDER_NONBLOCKING;
-  pthread_mutex_unlock(&lock);
-  return kind;
 }
 
 /* The simulated GPU time of a work (SIM_GPU_US, cuda.c): collectives and
@@ -336,40 +321,6 @@ void stream_sync_point(cudaStream_t stream, int ptds_entry)
   order_host_waits(key);
 }
 
-/* The work's place in the rank's stream order (order.c), with what it
- * touches that is known now. */
-static struct order_mark *mark_of(const void *key, int kind,
-                                  const work_item *item)
-{
-  char what[96];
-  const sim_node *n = &item->node;
-  switch (item->kind) {
-  case WORK_KERNEL:
-    snprintf(what, sizeof what, "kernel %s", item->kernel->name);
-    break;
-  case WORK_COLLECTIVE:
-    snprintf(what, sizeof what, "%s", n->allgather ? "ncclAllGather" : "ncclAllReduce");
-    break;
-  case WORK_FILL: snprintf(what, sizeof what, "kernel fill"); break;
-  default:
-    snprintf(what, sizeof what, "%s", item->call ? item->call
-                                      : item->kind == WORK_MEMSET ? "cudaMemsetAsync"
-                                                                  : "a copy");
-  }
-  struct order_mark *m = order_queue(key, kind, what);
-  if (item->kind == WORK_COPY || item->kind == WORK_MEMSET) {
-    order_touch(m, item->dst, item->size, 1);
-    order_touch(m, item->src, item->size, 0);
-  } else if (item->kind == WORK_FILL) {
-    order_touch(m, item->dst, item->size * sizeof(float), 1);
-  } else if (item->kind == WORK_COLLECTIVE) {
-    const size_t bytes = n->count * sim_element_size(n);
-    order_touch(m, n->send, bytes, 0);
-    order_touch(m, n->recv, n->allgather ? bytes * (size_t)n->comm->nranks : bytes, 1);
-  }
-  return m;
-}
-
 int enqueue(cudaStream_t stream, int ptds_entry, const work_item *item)
 {
   const void *key = queue_key(stream, ptds_entry);
@@ -409,7 +360,7 @@ int enqueue(cudaStream_t stream, int ptds_entry, const work_item *item)
   if (item->kind == WORK_EVENT)
     order_event_record(&item->event->order, key, kind);
   else
-    w->mark = mark_of(key, kind, item);
+    w->mark = order_work(key, kind, item);
   const int early = item->kind == WORK_COLLECTIVE && reads_early(&item->node);
   pthread_mutex_lock(&lock);
   if (item->kind == WORK_EVENT) {

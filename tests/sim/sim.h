@@ -84,9 +84,7 @@
  *   split.c       NCCL: communicators split from one, or made all at once
  *   nonblocking.c NCCL: a communicator's state, non-blocking ones
  *   queries.c     NCCL: a communicator's state, size and rank
- *   unsimulated.c NCCL: the calls the simulation lacks, said as such
- *   unsimulated_cuda.c  CUDA: the same for the runtime's calls
- *   order.c       CUDA: one rank's streams ordered against each other
+ *   unsimulated.c, unsimulated_cuda.c  NCCL's, CUDA's calls it lacks, said so
  *   windows.c     ncclMemAlloc/ncclMemFree and symmetric windows
  *   support.c     what a registration gets, per NCCL version and setting
  *   collectives.c ncclAllReduce and ncclAllGather
@@ -301,20 +299,11 @@ typedef struct work_item {
   const char *call;   /* the call that queued it, for messages (or NULL) */
 } work_item;
 const void *queue_key(cudaStream_t stream, int ptds_entry);
-/* What stream that is, for order.c: ORDER_LEGACY, ... */
-int queue_kind(cudaStream_t stream, int ptds_entry);
 /* Queues the item on the stream, after the work of the streams it waits
  * for; 0 if out of memory. */
 int enqueue(cudaStream_t stream, int ptds_entry, const work_item *item);
 /* Runs the work queued on that stream (and on the streams it waits for). */
 void stream_sync_point(cudaStream_t stream, int ptds_entry);
-/* Before the host reads [p, p + bytes) (read: the read's mark): runs the
- * work the calling thread queued on other streams that is not ordered
- * with the read and writes those bytes (or, a kernel, may: it takes a
- * device communicator with a window there), so that order_end names the
- * race at the read, as a GPU may run that work first. */
-struct order_mark;
-void land_racing(const struct order_mark *read, const void *p, size_t bytes);
 void land_queue(const void *key);
 /* cudaDeviceSynchronize and the freeing calls: the calling thread's work
  * on its device. */
@@ -330,42 +319,6 @@ void drop_comm(const struct ncclComm *comm);
  * a graph replays (graphs.c). */
 void run_collective(const sim_node *node);
 ncclResult_t replay_collective(const sim_node *node, cudaStream_t stream);
-
-/* ------------------------------------------------------------- order.c
- * One rank's (thread's) streams ordered against each other, and the races
- * between them (stream-data-race). A work queued gets a mark (its place in
- * the order: order_queue; NULL if out of memory, then nothing is checked);
- * what it touches is noted, the known parts when queued (order_touch), a
- * kernel's as it runs (order_kernel_access, between order_begin and
- * order_end, which checks it and keeps it). The host's waits and events
- * order the streams. order_caller: where the program made the call that
- * queues (a return address in its code), set by the calls that queue. */
-enum { ORDER_LEGACY = 1, ORDER_PER_THREAD, ORDER_BLOCKING, ORDER_NONBLOCKING };
-struct order_mark;
-struct order_clock;
-extern _Thread_local const void *order_caller;
-#define NOTE_CALLER() (order_caller = __builtin_return_address(0))
-#define ORDER_FRAMES 8
-extern _Thread_local void *order_frames[ORDER_FRAMES]; /* a launch's: */
-extern _Thread_local int order_nframes;   /* the calls it is made from */
-struct order_mark *order_queue(const void *key, int kind, const char *what);
-void order_touch(struct order_mark *m, const void *p, size_t bytes, int writes);
-void order_kernel_access(const void *base, const void *p, size_t bytes,
-                         int writes, int atomic);
-void order_begin(struct order_mark *m);
-int order_races_read(const struct order_mark *m, const struct order_mark *read,
-                     const void *p, size_t bytes, int *unknown);
-void order_end(struct order_mark *m);
-void order_drop(struct order_mark *m);
-void order_host_waits(const void *key);
-void order_host_waits_all(void);
-void order_event_record(struct order_clock **clock, const void *key, int kind);
-void order_event_gone(struct order_clock *clock);
-void order_host_waits_event(const struct order_clock *clock);
-void order_stream_waits_event(const void *key, int kind,
-                              const struct order_clock *clock);
-void order_stream_gone(const void *key);
-void order_forget(const void *base, size_t bytes);
 
 /* cupti.c, only in the builds that have it (weak: NULL elsewhere): an API
  * record for a call that queues work, by the calling thread (its
@@ -392,5 +345,6 @@ sim_alloc *take_alloc(const void *p);
 void release_alloc(sim_alloc *a);
 
 #include "device.h"
+#include "order.h" /* one rank's streams ordered: order.c, stream_races.c */
 
 #endif
