@@ -14,9 +14,8 @@
  *    (queues.c), those of other CTAs of the same rank included
  *    (lsa-data-race); each window has a shadow that every rank maps;
  *  - other device memory of the rank (cudaMalloc, ncclMemAlloc outside a
- *    window): against its other CTAs' and threads' (data-race), in a
- *    shadow of this process made at the kernel's first access; the host's
- *    copies are ordered by their streams and not checked there.
+ *    window): against its CTAs' and threads' (data-race), in a shadow made
+ *    at the kernel's first access; the rank's other streams: stream_races.c.
  * A race names both accesses and what is missing of the order. */
 
 #include "sim.h"

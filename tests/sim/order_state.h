@@ -9,7 +9,7 @@
 #define SLOTS 64 /* streams of one thread at once */
 #define SITES 6
 
-/* What a slot's stream is: ORDER_... (sim.h), or free. */
+/* What a slot's stream is: ORDER_... (order.h), or free. */
 enum { SLOT_FREE = 0, SLOT_LEGACY = ORDER_LEGACY,
        SLOT_PER_THREAD = ORDER_PER_THREAD, SLOT_BLOCKING = ORDER_BLOCKING,
        SLOT_NONBLOCKING = ORDER_NONBLOCKING };
