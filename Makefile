@@ -1,7 +1,7 @@
 # Top-level Makefile: builds each example in its own directory and leaves the
 # programs runnable here (./allreduce_sm, ./allgather_ce).
 #   make [01_allreduce|02_allgather|03_allreduce_lsa|04_allreduce_fast|all] [MPI=1] [NCCL_HOME=..] [CUDA_HOME=..]
-#   make test | test-gpu | test-kernels | test-faults | test-nccl-matrix | test-without-mpi | test-under-load | test-slurm | test-no-cuda | test-mutants | run-examples [NP=2] | clean | install [PREFIX=..] [DESTDIR=..] | help
+#   make test | test-gpu | test-kernels | test-faults | test-nccl-matrix | test-without-mpi | test-under-load | test-slurm | test-no-cuda | test-mutants | test-coverage | run-examples [NP=2] | clean | install [PREFIX=..] [DESTDIR=..] | help
 # Variables given on the command line reach the example Makefiles as well.
 
 EXAMPLES := 01_allreduce 02_allgather
@@ -11,7 +11,7 @@ PROGRAM_02_allgather := allgather_ce
 PROGRAM_03_allreduce_lsa := allreduce_lsa
 PROGRAM_04_allreduce_fast := allreduce_fast
 
-.PHONY: all $(EXAMPLES) 03_allreduce_lsa 04_allreduce_fast test test-gpu test-kernels test-faults test-nccl-matrix test-without-mpi test-mutants test-under-load test-slurm test-no-cuda run-examples clean install help
+.PHONY: all $(EXAMPLES) 03_allreduce_lsa 04_allreduce_fast test test-gpu test-kernels test-faults test-nccl-matrix test-without-mpi test-mutants test-under-load test-slurm test-no-cuda test-coverage run-examples clean install help
 all: $(EXAMPLES)
 
 $(EXAMPLES) 03_allreduce_lsa 04_allreduce_fast:
@@ -31,7 +31,8 @@ test-kernels:
 	KERNEL_MATRIX=full TEST_RUN_LIMIT=$${TEST_RUN_LIMIT:-3600} TEST_SUITE=kernels bash tests/run_tests.sh
 
 # What only a machine with a GPU can check: the suite's GPU cases,
-# compute-sanitizer, the docs' GPU blocks (tools/check_gpu_machine.sh).
+# compute-sanitizer, the docs' GPU blocks, What ran under PyTorch where it
+# is (tools/check_gpu_machine.sh).
 test-gpu:
 	bash tools/check_gpu_machine.sh
 
@@ -48,6 +49,13 @@ test-under-load:
 # How many plausible one-line bugs the suite catches (tests/mutants/).
 test-mutants:
 	bash tests/mutants.sh
+
+# The suite once more, measured (gcc --coverage): line and branch coverage
+# per file of common/, instruments/, tools/whatran and tests/sim, and the
+# simulation's rule sites and the verdict phrases no case reaches
+# (tests/coverage.sh; gcovr from pip the first time).
+test-coverage:
+	bash tests/coverage.sh
 
 # The programs under a Slurm cluster of its own, as an unprivileged user,
 # from a path with spaces (as root; tests/slurm.sh).
@@ -84,7 +92,7 @@ help:
 	@echo "make 04_allreduce_fast build ./allreduce_fast (the same needs; not part of make)"
 	@echo "make MPI=1           build for mpirun (one process per GPU)"
 	@echo "make test            run the test suite (no GPU needed; about 5 minutes on 2 cores)"
-	@echo "make test-gpu        what needs a GPU: the GPU cases, compute-sanitizer, the docs' GPU blocks (NCCL_HOME=dir for allreduce_lsa)"
+	@echo "make test-gpu        what needs a GPU: the GPU cases, compute-sanitizer, the docs' GPU blocks, PyTorch where it is (NCCL_HOME=dir for allreduce_lsa)"
 	@echo "make test-kernels    kernels on the simulated GPU's memory at 2-8 ranks, 20 seeds (no GPU needed; half an hour)"
 	@echo "make test-faults     the whole fault matrix (no GPU needed; minutes)"
 	@echo "make test-nccl-matrix  the programs against the oldest and newest NCCL wheels (downloads them with NCCL_MATRIX_DOWNLOAD=1)"
@@ -93,6 +101,7 @@ help:
 	@echo "make test-slurm      the programs under a Slurm cluster of its own (as root; Slurm and munge installed)"
 	@echo "make test-no-cuda    tools/simulate.sh built from pip wheels' headers alone (downloads them)"
 	@echo "make test-mutants    the one-line bugs of tests/mutants/mutants.txt against the cases that should catch them (no GPU needed; minutes)"
+	@echo "make test-coverage   the suite once, measured: line and branch coverage per file, rule sites and verdict phrases no case reaches (installs gcovr with pip)"
 	@echo "make run-examples    build and run each example once (needs a GPU; MPI=1: mpirun -np NP, default 2)"
 	@echo "make install         install to \$$(DESTDIR)\$$(PREFIX)/bin (default /usr/local)"
 	@echo "make clean           remove everything built"

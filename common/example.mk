@@ -44,7 +44,7 @@ CU_GENCODE := $(foreach a,$(CUDA_ARCH),-gencode arch=compute_$(a),code=sm_$(a)) 
 CU_FLAGS := -std=c++17 $(CU_GENCODE) \
             -Xcompiler -Wall,-Wextra,-Werror,-Wno-missing-field-initializers \
             $(filter-out -std=% -W%,$(CFLAGS)) -MMD -MP
-CU_CPPFLAGS := -I$(TOOLCHAIN_DIR)/include $(if $(NCCL_HOME),-isystem $(NCCL_HOME)/include) \
+CU_CPPFLAGS := -I$(TOOLCHAIN_DIR)/include $(if $(NCCL_HOME),-isystem $(call shell_quote,$(NCCL_HOME)/include)) \
                -isystem $(CUDA_HOME)/include $(PTDS_CPPFLAGS) -D_GNU_SOURCE
 MAIN_LIBS := $(if $(filter main.cu,$(MAIN)),-lstdc++)
 

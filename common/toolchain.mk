@@ -50,18 +50,24 @@ else
   $(error MPI=$(MPI): use MPI=1 for the MPI build or MPI=0 (default) for threads)
 endif
 
+# shell_quote TEXT: TEXT as one word of the shell (a path with a space).
+shell_quote = '$(subst ','\'',$(1))'
 ifneq ($(NCCL_HOME),)
-  NCCL_CPPFLAGS := -I$(NCCL_HOME)/include
+  # (quoted: NCCL_HOME may have a space, which make's own functions cannot
+  # name, so the shell looks at its files)
+  NCCL_Q := $(call shell_quote,$(NCCL_HOME))
+  NCCL_CPPFLAGS := -I$(call shell_quote,$(NCCL_HOME)/include)
   # An install tree has lib/libnccl.so; the pip wheel (nvidia-nccl-cu13,
   # .../site-packages/nvidia/nccl) only lib/libnccl.so.2: link that file.
-  ifneq ($(wildcard $(NCCL_HOME)/lib/libnccl.so),)
-    NCCL_LIBS := -L$(NCCL_HOME)/lib -lnccl
-  else ifneq ($(wildcard $(NCCL_HOME)/lib/libnccl.so.2),)
-    NCCL_LIBS := $(NCCL_HOME)/lib/libnccl.so.2
+  NCCL_LIB_FOUND := $(shell for f in libnccl.so libnccl.so.2; do [ -e $(NCCL_Q)/lib/$$f ] && echo $$f && break; done)
+  ifeq ($(NCCL_LIB_FOUND),libnccl.so)
+    NCCL_LIBS := -L$(call shell_quote,$(NCCL_HOME)/lib) -lnccl
+  else ifeq ($(NCCL_LIB_FOUND),libnccl.so.2)
+    NCCL_LIBS := $(call shell_quote,$(NCCL_HOME)/lib/libnccl.so.2)
   else ifneq ($(filter-out help clean,$(or $(MAKECMDGOALS),all)),)
     $(error NCCL_HOME=$(NCCL_HOME) has neither lib/libnccl.so nor lib/libnccl.so.2)
   endif
-  NCCL_LIBS += -Wl,-rpath,$(NCCL_HOME)/lib
+  NCCL_LIBS += -Wl,-rpath,$(call shell_quote,$(NCCL_HOME)/lib)
 else ifeq ($(shell $(CC) -print-file-name=libnccl.so),libnccl.so)
   # The compiler does not find libnccl.so by itself: use the copy in CUDA_HOME.
   NCCL_LIBS := -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lnccl

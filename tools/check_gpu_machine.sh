@@ -5,7 +5,9 @@
 # sharing the GPUs), compute-sanitizer on every program (memcheck with its
 # leak check; racecheck and synccheck on the device API lesson's kernel),
 # the docs' blocks marked <!-- needs a GPU ... --> run as written (NCCL_HOME
-# for their /path/to/nccl), and NCCL's own log of what it chose. Logs go to
+# for their /path/to/nccl), NCCL's own log of what it chose, and where
+# PyTorch is (/opt/torch/.venv/bin/python or python3; TORCH_PYTHON), What
+# ran under torchrun (tests/whatran/torch_check.sh). Logs go to
 # DIR (default ./gpu-logs); one line per step, then "N passed, N failed".
 #   [NCCL_HOME=dir] [CHECK_BENCH=1] tools/check_gpu_machine.sh [DIR]
 # CHECK_BENCH=1 adds --bench --overlap at 2 and 4 ranks sharing a GPU.
@@ -13,7 +15,7 @@
 set -u
 cd "$(dirname "$0")/.." || exit 1
 case ${1:-} in
-  -h | --help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 esac
 if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
   echo "check_gpu_machine.sh: no GPU here (nvidia-smi -L lists none): it checks a machine with GPUs; without one, run make test" >&2
@@ -23,6 +25,7 @@ out=${1:-gpu-logs}
 mkdir -p "$out" && out=$(cd "$out" && pwd)
 if [ "$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
 [ -n "${NCCL_HOME:-}" ] && export NCCL_HOME
+. tests/lib/tree_files.sh # copy_tree: the docs' copies, from git or not
 limit=${CHECK_TIMEOUT:-120} # seconds per program run outside the suite
 passed=0 failed=0
 step() { # NAME STATUS [DETAIL]: one line per step, counted
@@ -111,7 +114,7 @@ pages=()
 while read -r page; do
   [ -z "${NCCL_HOME:-}" ] && grep -q /path/to/nccl "$page" && { echo "skip $page: its blocks need NCCL_HOME"; continue; }
   copy=$out/docs-tree/${page//\//_}
-  rm -rf "$copy" && mkdir -p "$copy" && git ls-files -z | xargs -0 cp --parents -t "$copy"
+  rm -rf "$copy" && copy_tree "$copy" "$out"
   python3 tests/checks/doc_blocks.py --script "$page" "a GPU" "$copy" |
     sed "s|/path/to/nccl[-0-9.]*|${NCCL_HOME:-}|g" >"$copy.sh"
   DOC_REPO=$copy CUDA_ARCH=$arch NCCL_MULTI_RANK_GPU_ENABLE=${share:-${NCCL_MULTI_RANK_GPU_ENABLE:-0}} \
@@ -135,6 +138,14 @@ for p in allreduce_sm allgather_ce; do
   NTHREADS=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,TUNING,REG timeout "$limit" "$B/real-pthread/$p" >"$out/nccl-debug-$p.log" 2>&1
   step "NCCL's log of $p" $? "$(grep -m 1 -h '\[Symmetric\]\|\[Copy Engine\]\|Kernel' "$out/nccl-debug-$p.log" | sed 's/^.*NCCL INFO //')"
 done
+
+# 5. PyTorch, where it is here: torchrun of a program of ours with and
+# without tools/libwhatran.so preloaded (tests/whatran/torch_check.sh).
+make -s -C tools whatran >"$out/whatran-build.log" 2>&1
+while IFS= read -r line; do
+  case $line in "ok   "*) passed=$((passed + 1)) ;; "FAIL "*) failed=$((failed + 1)) ;; esac
+  echo "$line"
+done < <(bash tests/whatran/torch_check.sh "$out" "$PWD/tools/libwhatran.so")
 
 if [ "${CHECK_BENCH:-0}" = 1 ] && can_share "${code:-0}"; then
   for p in allreduce_sm allgather_ce; do

@@ -101,6 +101,21 @@ fault_subset_cells() {
 # cell is waiting), each a case in a subshell of its own; their TAP lines
 # are printed in cell order and counted as this run's. The census of every
 # configuration the cells use is made first (the cells only read it).
+# It waits for its own subshells alone (fault_wait_own): the shell that
+# sources it may have other children that never end, such as the guard
+# of a filtered run (tests/lib/guard.sh), which a bare `wait` would wait
+# for.
+FAULT_OWN=()
+fault_wait_own() { # MAX: waits until at most MAX of FAULT_OWN still run
+  local pid alive
+  while :; do
+    alive=()
+    for pid in "${FAULT_OWN[@]}"; do kill -0 "$pid" 2>/dev/null && alive+=("$pid"); done
+    FAULT_OWN=("${alive[@]}")
+    [ ${#FAULT_OWN[@]} -le "$1" ] && return 0
+    wait -n "${FAULT_OWN[@]}" 2>/dev/null || sleep 0.1
+  done
+}
 fault_run_cells() {
   local jobs=$1 i=0 j line cell mode p how n start tap=$LOG/fault-tap
   shift
@@ -120,17 +135,19 @@ fault_run_cells() {
   while read -r mode p how n; do
     [ "$mode" = mpi ] && [ $HAVE_MPI = 0 ] && continue
     (fault_census "$mode" "$p" "$how" "$n" >/dev/null 2>&1) </dev/null &
-    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
+    FAULT_OWN+=($!)
+    fault_wait_own $((jobs - 1))
   done < <(for cell in "${todo[@]}"; do set -- $cell && echo "$2 $3 $4 $5"; done | sort -u)
-  wait
+  fault_wait_own 0
   echo "# census of $(ls "$CENSUS_DIR" 2>/dev/null | grep -c '\.txt$') configurations in $(($(date +%s) - start)) s"
   for cell in "${todo[@]}"; do
     i=$((i + 1))
     # Its counters start at 0: `end` numbers its one case 1 (replayed below).
     (number=0 passed=0 failed=0 skipped=0 && fault_cell $cell) >"$tap/$i" 2>"$tap/$i.err" </dev/null &
-    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
+    FAULT_OWN+=($!)
+    fault_wait_own $((jobs - 1))
   done
-  wait
+  fault_wait_own 0
   for ((j = 1; j <= i; j++)); do
     # `end` in a subshell numbered its case 1; renumber, keep its detail lines.
     # A cell whose subshell ended without a TAP line (a shell error) fails,

@@ -7,8 +7,14 @@
 # background reader, a server, a `wait`).
 #
 # begin writes RUNNING/PID (PID: the shell running the case, $BASHPID)
-# with the case's start and name; end removes it, and fails the case if
-# the guard left RUNNING/PID.ended. The guard is one background loop:
+# with the case's start and name, and exports the case's mark, PID-START,
+# added to TEST_CASE_MARKS (the marks of the cases of outer runs, for a run
+# started by a case); end removes the file, and fails the case if the
+# guard left RUNNING/PID.ended. A case ended at its limit loses every
+# process under its shell and every process that carries its mark: a
+# reader started from a subshell that has since ended (no longer under
+# the case, as a daemon is), a run of the suite inside it, with its
+# guard and lanes. The guard is one background loop:
 #   guard_start               starts it (after the lanes: guard_keep first)
 #   guard_keep PID...         processes the guard never kills (the lanes)
 #   guard_stop                ends it
@@ -17,6 +23,7 @@ CASE_LIMIT=${TEST_CASE_LIMIT:-420}
 RUN_LIMIT=${TEST_RUN_LIMIT:-1200}
 RUNNING=$LOG/running
 KEEP=""
+GUARD_OUTER_MARKS=${TEST_CASE_MARKS:-}
 
 guard_keep() { KEEP+=" $* " && mkdir -p "$RUNNING" && echo "$KEEP" >"$RUNNING/keep"; }
 
@@ -31,6 +38,28 @@ guard_tree() {
     [ "${2:-}" != all ] && [[ $(cat "$RUNNING/keep" 2>/dev/null) == *" $p "* ]] && continue
     echo "$p"
     queue+=($(pgrep -P "$p"))
+  done
+}
+
+# guard_marked MARK: every process but the guard and the run's shell
+# whose environment carries MARK in TEST_CASE_MARKS, one per line.
+guard_marked() {
+  local file p
+  for file in $(grep -lzE "^TEST_CASE_MARKS=(.* )?$1( |\$)" /proc/[0-9]*/environ 2>/dev/null); do
+    p=${file#/proc/} && p=${p%/environ}
+    [ "$p" = "$GUARD_SELF" ] || [ "$p" = "$RUN_PID" ] || echo "$p"
+  done
+}
+
+# guard_case_processes PID START: the processes of the case that shell PID
+# began at START: those under it (guard_tree), then those that left it but
+# carry its mark (guard_marked).
+guard_case_processes() {
+  local p tree
+  tree=" $(guard_tree "$1" | tr '\n' ' ') "
+  echo "${tree// /$'\n'}" | grep .
+  for p in $(guard_marked "$1-$2"); do
+    [ "$p" = "$1" ] || [[ $tree == *" $p "* ]] || echo "$p"
   done
 }
 
@@ -61,7 +90,7 @@ guard_loop() {
       read -r start name <"$file" 2>/dev/null || continue
       [ $((now - start)) -gt "$CASE_LIMIT" ] || continue
       { echo "ended after $((now - start)) s (TEST_CASE_LIMIT=$CASE_LIMIT): it was still running:"
-        guard_kill $(guard_tree "$pid"); } >"$file.ended"
+        guard_kill $(guard_case_processes "$pid" "$start"); } >"$file.ended"
     done
     if [ $((now - RUN_START_S)) -gt "$RUN_LIMIT" ]; then
       {
@@ -73,11 +102,19 @@ guard_loop() {
         echo "run_tests.sh: ending the run (not ok)"
       } >&2
       : >"$RUNNING/run-ended"
+      # (the run's shell, ending, stops the guard: not before it is done)
+      trap '' TERM
       # (listed first: once the run's shell is gone, they are no longer
       # under it)
       victims=$(guard_tree "$RUN_PID" all)
       kill -TERM "$RUN_PID" 2>/dev/null
       guard_kill $victims >/dev/null
+      # What the cases started after that list, before the run's shell
+      # ended (a reader started as the limit came), carries their marks.
+      for file in "$RUNNING"/[0-9]*; do
+        [[ $file == *.ended ]] && continue
+        read -r start name <"$file" 2>/dev/null && guard_kill $(guard_marked "${file##*/}-$start") >/dev/null
+      done
       exit 1
     fi
   done

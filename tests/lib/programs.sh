@@ -35,6 +35,14 @@ z.extractall(sys.argv[2], [n for n in z.namelist() if n.startswith("nvidia/nccl/
   [ -e "$LSA_NCCL_HOME/include/nccl.h" ] ||
     LSA_MISSING="no nccl.h >= 2.30.7 for allreduce_lsa: NCCL_HOME is ${NCCL_HOME:-unset}, and no nvidia_nccl_cu13-$LSA_WHEEL_VERSION wheel in ${NCCL_WHEELS:-~/.cache/nccl-wheels} (NCCL_MATRIX_DOWNLOAD=1 downloads it)"
 fi
+# What tests/build is built with, for tools/simulate.sh: it builds there
+# only with the same NCCL and CUDA (else in a folder of its own,
+# tests/build/simulate/N), so that its builds beside a run change nothing
+# of the run's.
+if [ -z "${LIST:-}" ]; then
+  mkdir -p "$B"
+  printf 'NCCL_HOME=%s\nLSA_NCCL_HOME=%s\nCUDA_HOME=%s\n' "${NCCL_HOME:-}" "$LSA_NCCL_HOME" "${CUDA_HOME:-/usr/local/cuda}" >"$B/homes"
+fi
 # The NCCL the suite's builds find, as the toolchain finds it: NCCL_HOME's,
 # else CUDA_HOME's where it has one (this project's CI machine), else the
 # system's (nccl.h in the compiler's paths, libnccl.so.2 from ldconfig: a
@@ -134,16 +142,12 @@ fi
 [ "${TEST_MPI:-}" = 1 ] && [ $HAVE_MPI = 1 ] && MPI_CHECK="not checked (TEST_MPI=1)"
 
 # tracked_files PATH...: the files under these paths (relative to $ROOT)
-# that git tracks or would track, one per line. When $ROOT is not the top
+# that git tracks or would track, one per line; where $ROOT is not the top
 # of a git checkout (a copy, or a folder that another repository ignores,
-# where git lists nothing), every file but build folders.
-tracked_files() {
-  if [ "$(git -C "$ROOT" rev-parse --show-toplevel 2>/dev/null)" = "$(cd "$ROOT" && pwd -P)" ]; then
-    (cd "$ROOT" && git ls-files -co --exclude-standard "$@")
-  else
-    (cd "$ROOT" && find "$@" -name build -prune -o -type f -print)
-  fi
-}
+# where git lists nothing), every file but its build outputs
+# (tests/lib/tree_files.sh).
+. "$ROOT/tests/lib/tree_files.sh"
+tracked_files() { (cd "$ROOT" && tree_files "$@"); }
 
 # The GPUs the real cases get: every GPU, or those of the caller's
 # CUDA_VISIBLE_DEVICES (kept as TEST_GPUS by environment.sh), counted as

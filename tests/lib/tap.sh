@@ -27,8 +27,13 @@ begin() {
     return 1
   fi
   case_start=$EPOCHREALTIME
-  # (tests/lib/guard.sh, where the runner has one)
-  [ -z "${RUNNING:-}" ] || echo "$EPOCHSECONDS $name" >"$RUNNING/$BASHPID"
+  # (tests/lib/guard.sh, where the runner has one: every process the case
+  # starts carries its mark, which the guard looks for)
+  if [ -n "${RUNNING:-}" ]; then
+    local now=$EPOCHSECONDS
+    echo "$now $name" >"$RUNNING/$BASHPID"
+    export TEST_CASE_MARKS="$GUARD_OUTER_MARKS $BASHPID-$now"
+  fi
 }
 
 # seconds_since EPOCHREALTIME-VALUE: the seconds since then, to 0.1 s.
@@ -152,7 +157,7 @@ want_out_file() { # exact comparison with an expected file
 end() {
   number=$((number + 1))
   local mark=${RUNNING:-/nonexistent}/$BASHPID
-  [ -z "${RUNNING:-}" ] || rm -f "$mark"
+  [ -z "${RUNNING:-}" ] || { rm -f "$mark" && export TEST_CASE_MARKS=$GUARD_OUTER_MARKS; }
   if [ -e "$mark.ended" ]; then # the guard ended it
     why+="$(tr '\n' ' ' <"$mark.ended")"
     rm -f "$mark.ended"
@@ -169,7 +174,7 @@ end() {
 }
 skip() { # skip NAME REASON
   if begin "$1"; then
-    [ -z "${RUNNING:-}" ] || rm -f "$RUNNING/$BASHPID"
+    [ -z "${RUNNING:-}" ] || { rm -f "$RUNNING/$BASHPID" && export TEST_CASE_MARKS=$GUARD_OUTER_MARKS; }
     number=$((number + 1))
     skipped=$((skipped + 1))
     echo "ok $number - $1 # SKIP $2"

@@ -169,6 +169,16 @@ static void global_word_twice(void *args)
   }
 }
 
+/* Rank 1 reads rank 0's window after their barrier; rank 0's kernel ends
+ * at the barrier. */
+static void peer_reads_after_barrier(void *args)
+{
+  lsa_setup *s = args;
+  barrier_sync(&s->dev, 0, __ATOMIC_ACQ_REL);
+  if (s->rank == 1)
+    __tsan_read4(ncclsim_lsa_pointer(s->win, 0, s->peer));
+}
+
 /* ------------------------------------------------------------ the cases */
 
 #define KERNEL_CASE(fn, kernel, threads)                                       \
@@ -202,6 +212,22 @@ static int global_race(const rank_ctx *ctx)
                            &word, no_release, NULL));
   CUDACHECK(cudaStreamSynchronize(cudaStreamPerThread));
   CUDACHECK(cudaFree(word));
+  finish(&s);
+  return 0;
+}
+
+/* Rank 0's host writes into its own window once its own kernel ended,
+ * while rank 1's kernel may still read it: nothing orders rank 1's read
+ * before that write (rank 0's kernel acquired nothing after it). */
+int host_writes_own_window(const rank_ctx *ctx)
+{
+  lsa_setup s;
+  setup(ctx, &s, 1);
+  launch(&s, peer_reads_after_barrier, 1);
+  if (s.rank == 0) {
+    CUDACHECK(cudaMemsetAsync(s.buf, 1, 4, cudaStreamPerThread));
+    CUDACHECK(cudaStreamSynchronize(cudaStreamPerThread));
+  }
   finish(&s);
   return 0;
 }

@@ -156,15 +156,16 @@ static int unbroadcast_id(const rank_ctx *ctx)
   return 0;
 }
 
-/* A window larger than the allocation it sits in. */
+/* A window that runs past the end of the allocation it sits in: no larger
+ * than the allocation, but registered from an offset into it. */
 static int window_past_allocation(const rank_ctx *ctx)
 {
   ncclComm_t comm = init_comm(ctx, ctx->rank);
-  void *buf;
+  char *buf;
   ncclWindow_t win;
-  NCCLCHECK(ncclMemAlloc(&buf, BYTES));
-  NCCLCHECK(ncclCommWindowRegister(comm, buf, 2 * BYTES, &win,
-                                   NCCL_WIN_COLL_SYMMETRIC));
+  NCCLCHECK(ncclMemAlloc((void **)&buf, BYTES));
+  NCCLCHECK(ncclCommWindowRegister(comm, buf + NCCL_WIN_REQUIRED_ALIGNMENT,
+                                   BYTES, &win, NCCL_WIN_COLL_SYMMETRIC));
   return 0;
 }
 
@@ -236,6 +237,23 @@ static int memset_read_on_two_streams(const rank_ctx *ctx)
   return 0;
 }
 
+/* Ranks passing different counts to one AllReduce: rank 1 half of rank
+ * 0's (both buffers large enough for either). */
+static int counts_differ(const rank_ctx *ctx)
+{
+  ncclComm_t comm = init_comm(ctx, ctx->rank);
+  void *send, *recv;
+  cudaStream_t stream;
+  const size_t count = BYTES / sizeof(float) / (ctx->rank == 1 ? 2 : 1);
+  NCCLCHECK(ncclMemAlloc(&send, BYTES));
+  NCCLCHECK(ncclMemAlloc(&recv, BYTES));
+  CUDACHECK(cudaStreamCreate(&stream));
+  CUDACHECK(cudaMemsetAsync(send, 0, BYTES, stream));
+  NCCLCHECK(ncclAllReduce(send, recv, count, ncclFloat, ncclSum, comm, stream));
+  CUDACHECK(cudaStreamSynchronize(stream));
+  return 0;
+}
+
 static const rule_case cases[] = {
     {"window-on-ncclMemAlloc", window_on_cudamalloc},
     {"window-alignment", window_alignment},
@@ -255,9 +273,32 @@ static const rule_case cases[] = {
     {"stream-data-race", memset_read_on_two_streams},
 };
 
-/* The case of that name, in either table; with its settings. */
+/* Everything released but one CUDA event. */
+static int event_left(const rank_ctx *ctx)
+{
+  ncclComm_t comm = init_comm(ctx, ctx->rank);
+  cudaEvent_t event;
+  CUDACHECK(cudaEventCreate(&event)); /* never destroyed */
+  finish(comm);
+  return 0;
+}
+
+/* More wrong programs for a rule that has one above: RULE/HOW. */
+static const rule_case variants[] = {
+    {"collective-calls/counts-differ", counts_differ},
+    {"no-leaks/event-left", event_left},
+    {"lsa-data-race/host-writes-own-window", host_writes_own_window},
+};
+
+/* The case of that name, in any table; with its settings. */
 static const rule_case *find(const char *name)
 {
+  for (size_t i = 0; i < sizeof variants / sizeof *variants; i++)
+    if (strcmp(name, variants[i].name) == 0) {
+      if (variants[i].fn == host_writes_own_window)
+        setenv("SIM_NCCL_VERSION", "23007", 1); /* the device API's */
+      return &variants[i];
+    }
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
     if (strcmp(name, cases[i].name) == 0) {
       if (cases[i].fn == legacy_stream_on_shared_gpu) {
@@ -286,6 +327,9 @@ int main(int argc, char *argv[])
     fprintf(stderr, " %s", cases[i].name);
   for (size_t i = 0; i < device_ncases; i++)
     fprintf(stderr, " %s", device_cases[i].name);
+  fprintf(stderr, "\nmore ways to break a rule:");
+  for (size_t i = 0; i < sizeof variants / sizeof *variants; i++)
+    fprintf(stderr, " %s", variants[i].name);
   fprintf(stderr, "\n");
   return 2;
 }

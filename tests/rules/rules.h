@@ -14,5 +14,7 @@ typedef struct rule_case {
  * simulated NCCL 2.30.7). */
 extern const rule_case device_cases[];
 extern const size_t device_ncases;
+/* lsa-data-race/host-writes-own-window */
+int host_writes_own_window(const rank_ctx *ctx);
 
 #endif

@@ -38,9 +38,13 @@ static void maybe_corrupt(const ncclComm_t comm, float *out, size_t n)
   } while (at != NULL && *at == ',');
 }
 
+/* float 4 bytes; float16 6 and bfloat16 9 (nccl.h 2.30.7) 2; the rest
+ * that call_collective lets through (8-bit types) 1. */
 size_t sim_element_size(const sim_node *node)
 {
-  return node->type == ncclFloat ? sizeof(float) : 1;
+  if (node->type == ncclFloat)
+    return sizeof(float);
+  return (int)node->type == 6 || (int)node->type == 9 ? 2 : 1;
 }
 
 /* The first AllGather on the copy engines of a communicator (CTAPolicy
@@ -77,17 +81,19 @@ static ncclResult_t call_collective(const char *call, const sim_node *node,
   if (!replay && ensure_ready(node->comm, call) != ncclSuccess)
     return ncclInvalidArgument;
   one_thread_per_rank(node->comm);
-  /* AllReduce: float sums; AllGather: floats or bytes (the facts probe's;
+  /* AllReduce: float sums; AllGather: floats, bytes (the facts probe's;
    * fp8, ncclFloat8e4m3 10 and ncclFloat8e5m2 11 from NCCL 2.24, moves as
-   * bytes). */
+   * bytes) or 16-bit elements (float16 6, bfloat16 9), moved as such. */
   const int bytes_ok = node->allgather &&
                        (node->type == ncclInt8 || node->type == ncclUint8 ||
+                        (int)node->type == 6 || (int)node->type == 9 ||
                         (int)node->type == 10 || (int)node->type == 11);
   if ((node->type != ncclFloat && !bytes_ok) ||
       (!node->allgather && node->op != ncclSum)) {
     snprintf(last_error, sizeof last_error,
-             "ncclsim: only float%s is simulated",
-             node->allgather ? " and 8-bit types are" : " sum");
+             "ncclsim: only %s simulated",
+             node->allgather ? "float, 16-bit and 8-bit types are"
+                             : "float sum is");
     return ncclInvalidArgument;
   }
   size_t bytes = node->count * sim_element_size(node);

@@ -75,9 +75,14 @@ void group_made(ncclComm_t comm)
   join_group(comm, 0);
 }
 
+/* At one rank too: NCCL 2.30.7's ncclCommWindowRegister
+ * (src/dev_runtime.cc) joins the communicator to a group as a
+ * registration task, and ncclGroupEndInternal (src/group.cc) hands a
+ * non-blocking group with any communicator in it to its own thread,
+ * whatever the communicator's size. */
 int nonblocking_late_handle(ncclComm_t comm, ncclWindow_t *win)
 {
-  if (comm == NULL || !comm->nb.nonblocking || comm->nranks == 1)
+  if (comm == NULL || !comm->nb.nonblocking)
     return 0;
   pthread_mutex_lock(&lock);
   struct comm_state *s = &comm->nb;

@@ -72,9 +72,8 @@ ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank)
 {
   const char *call = "ncclCommUserRank";
   if (null_argument(comm, call, "CommUserRank", "comm") ||
-      null_argument(rank, call, "CommUserRank", "rank"))
-    return ncclInvalidArgument;
-  if (ensure_ready(comm, call) != ncclSuccess)
+      null_argument(rank, call, "CommUserRank", "rank") ||
+      ensure_ready(comm, call) != ncclSuccess)
     return ncclInvalidArgument;
   *rank = comm->nb.made_in_group ? 0 : comm->rank;
   return ncclSuccess;

@@ -127,8 +127,9 @@ static ncclResult_t register_now(ncclComm_t comm, void *buff, size_t size,
               buff, offset, NCCL_WIN_REQUIRED_ALIGNMENT);
   if (size == 0 || size > a->size - offset)
     violation(comm, "window-inside-allocation", call,
-              "%zu bytes at %p run past the end of the %zu-byte allocation",
-              size, buff, a->size);
+              "%zu bytes at %p, %zu bytes into its allocation, run past the"
+              " end of that %zu-byte allocation",
+              size, buff, offset, a->size);
 
   /* From 2.30.7 the ranks' sizes may differ (NCCL 2.30.7's release notes;
    * recorded on 2.30.7: docs/facts, register.sizes-differ). */

@@ -100,7 +100,7 @@ wheel_layout() {
   cp -L "$lib" "$1/nccl/lib/"
 }
 # nccl_loaded PROGRAM: the libnccl.so.2 path the program loads.
-nccl_loaded() { ldd "$1" 2>/dev/null | sed -n 's/.*libnccl.so.2 => \([^ ]*\).*/\1/p'; }
+nccl_loaded() { ldd "$1" 2>/dev/null | sed -n 's/.*libnccl.so.2 => \(.*\) (0x[0-9a-f]*)$/\1/p'; }
 
 # NCCL_HOME in the pip wheel's layout: the build links that file and the
 # program loads it without LD_LIBRARY_PATH.
@@ -113,6 +113,20 @@ if begin build/nccl-home-wheel-layout; then
     why+="the program does not load $w/nccl/lib/libnccl.so.2; "
   NTHREADS=1 "$w/allreduce_sm" >"$f.run" 2>&1
   grep -q "Results verified correctly\|no usable GPU" "$f.run" || why+="the program did not run: $(head -n 2 "$f.run"); "
+  end
+fi
+# The same in a folder whose path has a space (make's own functions cannot
+# name it; the Makefiles quote it for the shell): built (lean: the point is
+# the paths), linked with that file, loaded from there.
+if begin build/nccl-home-with-a-space; then
+  w="$B/wheel layout with a space"
+  wheel_layout "$w"
+  run make --no-print-directory -s -C 01_allreduce/c NCCL_HOME="$w/nccl" LEAN=1 "$QUICK_CFLAGS" \
+    BUILD_DIR="$B/wheel-layout-with-a-space/obj" BIN="$B/wheel-layout-with-a-space/allreduce_sm"
+  want_status 0
+  no_err "has neither lib/libnccl.so nor lib/libnccl.so.2"
+  [ "$(nccl_loaded "$B/wheel-layout-with-a-space/allreduce_sm")" = "$w/nccl/lib/libnccl.so.2" ] ||
+    why+="the program loads '$(nccl_loaded "$B/wheel-layout-with-a-space/allreduce_sm")', not $w/nccl/lib/libnccl.so.2; "
   end
 fi
 

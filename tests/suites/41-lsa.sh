@@ -133,11 +133,22 @@ broken fewer-barriers-than-ctas "barrier index" 's/reqs.lsaBarrierCount = NCCL_D
 # is the rule stream-data-race, a case of kernels/.)
 broken destroy-before-the-kernel-ends "kernel(s) that take this device communicator are still queued or running" '0,/  CUDACHECK(cudaStreamSynchronize(stream));/s//  \/\/ (no wait for the kernel)/; s/cudaMemcpy(h_result, d_recvbuff, size_bytes, cudaMemcpyDeviceToHost)/cudaSuccess/' host
 
+# nccl_version DIR: DIR/include/nccl.h's version, as 2.32.6.
+nccl_version() { local c=$(nccl_h_code "$1"); echo "$((c / 10000)).$((c % 10000 / 100)).$((c % 100))"; }
+# own_build_folder NCCL_HOME: tools/simulate.sh's folder for the device API
+# lessons with these headers and the suite's CUDA (its file homes names
+# them), or nothing.
+own_build_folder() {
+  local link
+  link=$(path_without_spaces "$1") || return
+  dirname "$(grep -lxF "LSA_NCCL_HOME=$link" "$B"/simulate/*/homes 2>/dev/null | head -n 1)" 2>/dev/null | grep -v '^\.$'
+}
 # tools/simulate.sh as a learner runs it: 1, 2, 4 and 8 ranks, threads and
 # MPI, to exit 0.
 for n in 1 2 4 8; do
   for how in threads mpi; do
     lsa_case "lsa/simulate/$how-$n" || continue
+    folders=$(ls "$B/simulate" 2>/dev/null)
     if [ $how = mpi ]; then NCCL_HOME=$LSA_NCCL_HOME run "$ROOT/tools/simulate.sh" --mpi $n allreduce_lsa -n $SMALL
     else NCCL_HOME=$LSA_NCCL_HOME NTHREADS=$n run "$ROOT/tools/simulate.sh" allreduce_lsa -n $SMALL; fi
     want_status 0
@@ -145,6 +156,9 @@ for n in 1 2 4 8; do
     # (--mpi runs the MPI build: one job of N ranks, not N jobs of threads)
     [ $how = mpi ] && want_out "MPI initialized: rank $((n - 1)) of $n"
     [[ $(head -n 1 "$f.out") == "# SIMULATED: no GPU ran this; "* ]] || why+="first line: '$(head -n 1 "$f.out")'; "
+    want_err "simulate.sh: allreduce_lsa with nccl.h $(nccl_version "$LSA_NCCL_HOME") of NCCL_HOME ($LSA_NCCL_HOME)"
+    # (the suite's NCCL and CUDA: built in tests/build, where the suite's are)
+    [ "$(ls "$B/simulate" 2>/dev/null)" = "$folders" ] || why+="it made a build folder of its own ($B/simulate), with the suite's NCCL and CUDA; "
     no_violation
     end
   done
@@ -156,10 +170,38 @@ done
 if lsa_case lsa/simulate/nccl-home-with-a-space; then
   rm -rf "$TMPDIR/nccl home" && mkdir -p "$TMPDIR/nccl home" &&
     cp -r "$LSA_NCCL_HOME/include" "$TMPDIR/nccl home/" || why+="could not copy the headers; "
+  suite_build=$(cksum "$B/lsa-pthread/allreduce_lsa" "$B/lsa-pthread/sim.o" 2>&1)
   NCCL_HOME="$TMPDIR/nccl home" NTHREADS=2 run "$ROOT/tools/simulate.sh" allreduce_lsa -n $SMALL
   want_status 0
   want_out "Results verified correctly"
+  want_err "simulate.sh: allreduce_lsa with nccl.h $(nccl_version "$LSA_NCCL_HOME") of NCCL_HOME ($TMPDIR/nccl home)"
   no_violation
+  # Other headers than the suite's: built in a folder of their own, the
+  # suite's programs left as they were (a run of the suite may be using them).
+  [ "$(cksum "$B/lsa-pthread/allreduce_lsa" "$B/lsa-pthread/sim.o" 2>&1)" = "$suite_build" ] ||
+    why+="the suite's $B/lsa-pthread was built again; "
+  own=$(own_build_folder "$TMPDIR/nccl home")
+  [ -x "$own/lsa-pthread/allreduce_lsa" ] || why+="no build folder of its own in $B/simulate names LSA_NCCL_HOME=$(path_without_spaces "$TMPDIR/nccl home"); "
+  end
+fi
+# An object cut short, as a build interrupted while writing it leaves it
+# (newer than the program): the next run builds it again and runs, saying
+# so, rather than failing at the link.
+if lsa_case lsa/simulate/object-cut-short-is-built-again; then
+  mkdir -p "$TMPDIR/nccl home" && cp -r "$LSA_NCCL_HOME/include" "$TMPDIR/nccl home/" || why+="could not copy the headers; "
+  own=$(own_build_folder "$TMPDIR/nccl home")
+  if [ ! -x "$own/lsa-pthread/allreduce_lsa" ]; then # (the case above builds it, where it ran)
+    NCCL_HOME="$TMPDIR/nccl home" NTHREADS=1 "$ROOT/tools/simulate.sh" allreduce_lsa -n 64 >/dev/null 2>&1
+    own=$(own_build_folder "$TMPDIR/nccl home")
+  fi
+  # (an object of common/: the quickest to build again)
+  object=$(find "$own/lsa-pthread" -path '*/common/*.o' 2>/dev/null | sort | head -n 1)
+  [ -n "$object" ] && truncate -s 200 "$object" || why+="no object of common/ in '$own/lsa-pthread'; "
+  NCCL_HOME="$TMPDIR/nccl home" NTHREADS=2 run "$ROOT/tools/simulate.sh" allreduce_lsa -n $SMALL
+  want_status 0
+  want_out "Results verified correctly"
+  want_err "simulate.sh: building again: $object was cut short (a build interrupted before)"
+  no_err "headers"
   end
 fi
 if lsa_case lsa/simulate/refuses-nccl-h-2.30.6; then
@@ -170,6 +212,37 @@ if lsa_case lsa/simulate/refuses-nccl-h-2.30.6; then
   want_status 2
   want_err "simulate.sh: allreduce_lsa needs an nccl.h >= 2.30.7 (the device API), and NCCL_HOME=$TMPDIR/nccl-2.30.6 and $TMPDIR/cuda-without-nccl/include have none"
   [ ! -s "$f.out" ] || why+="it printed before refusing; "
+  end
+fi
+# With NCCL_HOME unset and no nccl.h >= 2.30.7 in CUDA_HOME, the headers
+# the checkout has: the suite's unpacked copy (tests/build/lsa-nccl), else
+# the newest wheel in NCCL_WHEELS, unpacked there; the line says which.
+# The script in a tree of its own (its two files), where the build then
+# fails: what it found is said before.
+if begin lsa/simulate/finds-headers-the-checkout-has; then
+  tree=$TMPDIR/simulate-alone wheels=$TMPDIR/wheels
+  rm -rf "$tree" "$wheels" && mkdir -p "$tree/tools" "$tree/tests/lib" "$wheels" "$TMPDIR/cuda-without-nccl/include"
+  cp "$ROOT/tools/simulate.sh" "$tree/tools/" && cp "$ROOT/tests/lib/path_without_spaces.sh" "$tree/tests/lib/"
+  for w in cu12-2.29.3:22903 cu13-2.31.4:23104 cu13-2.30.12:23012; do # (2.31.4 the newest)
+    python3 -c 'import sys, zipfile
+with zipfile.ZipFile(sys.argv[1], "w") as z:
+    z.writestr("nvidia/nccl/include/nccl.h", "#define NCCL_VERSION_CODE %s\n" % sys.argv[2])
+    z.writestr("nvidia/nccl/lib/libnccl.so.2", "")' "$wheels/nvidia_nccl_${w%%:*}-py3-none-manylinux_2_27_x86_64.whl" "${w##*:}"
+  done
+  found=$tree/tests/build/lsa-nccl/2.31.4/nvidia/nccl
+  alone=(env -u NCCL_HOME CUDA_HOME="$TMPDIR/cuda-without-nccl" NCCL_WHEELS="$wheels" NTHREADS=1 "$tree/tools/simulate.sh" allreduce_lsa)
+  run "${alone[@]}"
+  want_status 1
+  want_err "simulate.sh: allreduce_lsa with nccl.h 2.31.4 of the wheel $wheels/nvidia_nccl_cu13-2.31.4-py3-none-manylinux_2_27_x86_64.whl ($found)"
+  [ -e "$found/include/nccl.h" ] && [ ! -e "$found/lib" ] || why+="the wheel's headers (and nothing else) are not in $found; "
+  mv "$wheels" "$wheels-gone"
+  run "${alone[@]}"
+  want_status 1
+  want_err "simulate.sh: allreduce_lsa with nccl.h 2.31.4 of the test suite's copy ($found)"
+  rm -rf "$tree/tests/build/lsa-nccl"
+  run "${alone[@]}"
+  want_status 2
+  want_err "simulate.sh: allreduce_lsa needs an nccl.h >= 2.30.7 (the device API), and NCCL_HOME=(unset) and $TMPDIR/cuda-without-nccl/include have none, nor the test suite's tests/build/lsa-nccl, nor $wheels"
   end
 fi
 

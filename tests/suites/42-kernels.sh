@@ -371,6 +371,54 @@ if lsa_case kernels/not-simulated/grid-of-1025-ctas; then
   no_violation
   end
 fi
+# Several LSA teams (SIM_LSA_TEAM_SIZE=2 at 4 ranks: ranks 0-1 and 2-3):
+# ncclGetLsaPointer's peer is a rank of the caller's own LSA team (NCCL
+# 2.30.7 nccl_device/impl/core__funcs.h: the team's flat mapping, peer
+# times its stride), so each team sums its own ranks, 0 + 1 = 1 and
+# 2 + 3 = 5. The lesson, which refuses more than one team, with that
+# refusal taken out and the sum it expects per team.
+TEAMS_OF_2='s/^                                  props.nLsaTeams))$/                                  1))/; s|const float expected = (float)total_ranks \* (float)(total_ranks - 1) / 2.0f;|const float expected = (float)(2 * (my_rank - my_rank % 2) + 1); /* teams of 2 */|'
+if lsa_case kernels/correct/two-lsa-teams/threads-4-seed-1; then
+  kernel_program two-lsa-teams - "$TEAMS_OF_2"
+  [ "$(grep -c "teams of 2\|^                                  1))$" "$KP/main.cu")" = 2 ] || why+="the edits did not apply; "
+  SIM_LSA_TEAM_SIZE=2 kernel_run threads 4 1
+  want_status 0
+  want_out "Results verified correctly"
+  no_violation
+  end
+fi
+# Fresh __shared__ memory is not zeroed on a GPU (CUDA C++ Programming
+# Guide: __shared__ variables cannot be initialised in their declaration,
+# and hold whatever was there): shared-memory.cu without the zero that
+# thread 0 stores adds every sum to what was there, and its check fails.
+if lsa_case kernels/wrong/shared-never-zeroed/threads-2-seed-1; then
+  kernel_program shared-never-zeroed shared-memory.cu 's|^    zero = 0.0f;$|    (void)zero; /* never zeroed */|'
+  grep -q "never zeroed" "$KP/main.cu" || why+="the edit did not apply; "
+  kernel_run threads 2 1
+  want_status 1
+  want_out "Results verification failed"
+  no_out "Results verified correctly"
+  no_violation
+  end
+fi
+# Resident CTAs (tests/sim/fibers.c): with SIM_CTA_SLOTS=1 one CTA of
+# each rank runs at a time, admitted in a random order; the lesson's
+# kernel on 2 CTAs, each CTA syncing its LSA barrier with the same CTA of
+# the other rank. Where the ranks admit different CTAs first (as at
+# schedule seed 1: rank 1 runs CTA 0, rank 0 CTA 1), each waits for a CTA
+# of the other rank that is not resident, and never will be: a hang,
+# named. With both CTAs resident it would pass.
+TWO_CTAS='s/^#define NCCL_DEVICE_CTA_COUNT       16$/#define NCCL_DEVICE_CTA_COUNT       2/'
+if lsa_case kernels/hang/a-cta-past-the-slots/threads-2-seed-1; then
+  kernel_program two-ctas - "$TWO_CTAS"
+  grep -q "^#define NCCL_DEVICE_CTA_COUNT       2$" "$KP/main.cu" || why+="the edit did not apply; "
+  SIM_CTA_SLOTS=1 SIM_TIMEOUT_MS=500 kernel_run threads 2 1
+  want_status 70
+  want_err "RULE VIOLATION [lsa-barrier] rank"
+  want_err "rank 1 in kernel simpleAllReduceKernel (CTA 0, thread 0; schedule seed 1"
+  want_err "at LSA barrier 0 (its sync #1) for rank 0, which never arrived, while no rank of the team made progress"
+  end
+fi
 # A verdict that waited for the writer (tests/sim/races.c) is said in its
 # turn of the lockstep: SIM_SEED still repeats it byte for byte.
 if lsa_case kernels/seed/same-seed-same-message-after-the-writer; then

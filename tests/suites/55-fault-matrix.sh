@@ -10,6 +10,42 @@ mapfile -t cells < <(fault_subset_cells)
 fault_run_cells "${FAULT_JOBS:-$((4 * $(nproc)))}" "${cells[@]}"
 fault_every_call_injected fault-matrix/subset-injects-every-call
 
+# A TEST_FILTER that keeps cells of the whole matrix which this subset
+# does not run says so, naming them, rather than running nothing silently.
+if [ -n "$FILTER" ] && [ -z "$LIST" ]; then
+  declare -A in_subset=()
+  for cell in "${cells[@]}"; do in_subset[$cell]=1; done
+  outside=()
+  while read -r cell; do
+    [ -n "${in_subset[$cell]:-}" ] && continue
+    fault_name_of $cell
+    [[ $CELL_NAME =~ $FILTER ]] && outside+=("$CELL_NAME")
+  done < <(fault_matrix_cells)
+  if [ ${#outside[@]} -gt 0 ]; then
+    echo "# fault-matrix: TEST_FILTER keeps ${#outside[@]} cell(s) that make test's subset does not run" \
+      "(make test-faults runs the whole matrix, with the same TEST_FILTER): ${outside[*]:0:5}$([ ${#outside[@]} -gt 5 ] && echo " ...")"
+  fi
+fi
+
+# A filtered run (here of this suite alone, which is cheaper; a
+# TEST_FILTER alone is the same) keeps the suite in the run's own shell,
+# beside the guard (tests/lib/guard.sh), which never ends: the cells it
+# keeps run, each to its verdict, and one out of the subset is named (the
+# cells' runner once waited for the guard after its census, until the
+# run's limit).
+if begin fault-matrix/a-filtered-run-runs-its-cells; then
+  need programs-sim-pthread
+  in_subset=fault-matrix/pthread/allreduce_sm/lesson/cudaSetDevice-fails-on-rank-1-of-2
+  out_of_it=fault-matrix/hang/pthread/allgather_ce/lesson/cudaMemcpy-on-rank-2-of-4
+  TIMEOUT=180 run env TEST_SUITE=fault-matrix TEST_FILTER="^($in_subset|$out_of_it)\$" TEST_RUN_LIMIT=120 \
+    TEST_LOGS="$LOG/fault-filter" bash tests/run_tests.sh
+  want_status 0
+  want_out "ok 1 - $in_subset"
+  want_out "1 passed, 0 failed, 0 skipped"
+  want_out "# fault-matrix: TEST_FILTER keeps 1 cell(s) that make test's subset does not run (make test-faults runs the whole matrix, with the same TEST_FILTER): $out_of_it"
+  end
+fi
+
 # `make test-faults` on its own finds Open MPI where the suite does, and
 # runs an MPI cell (its MPI check once ran before its scratch folder
 # existed, and skipped every MPI cell).

@@ -58,6 +58,31 @@ if begin whatran/other-style-program-output-half-in-a-window; then
   no_violation
   end
 fi
+# A window one byte shorter than the AllGather's 4 KiB input (4095 B)
+# does not hold it: the input is said not to be in a window, as without
+# one.
+if begin whatran/other-style-program-input-one-byte-past-its-window; then
+  preloaded -- "$S/other_style" one-byte-past
+  want_status 0
+  unchanged
+  want_err "What ran (libwhatran): communicator 2, 2 ranks, ranks 0-1: AllGather of 8 KiB (1 call): NCCL's regular kernels of the RING family (no symmetric kernel): no window: the input buffer is not registered; AllGather of 8 KiB (1 call): NCCL's regular kernels of the RING family (no symmetric kernel): no window: the output buffer is not registered; 2 windows registered (8 KiB, 4095 B)"
+  no_violation
+  end
+fi
+# Replays of graphs captured on one-rank communicators (4 calls) and on
+# a 2-rank one (2 calls, a rank each): not all captured calls were of one
+# rank, so no replay is called local; the 2-rank AllReduce's replays are
+# NCCL's symmetric kernel (both buffers in windows), as without the
+# one-rank ones.
+if begin whatran/other-style-program-replays-mostly-one-rank; then
+  preloaded -- "$S/other_style" mostly-one-rank
+  want_status 0
+  unchanged
+  want_err "What ran (libwhatran): CUDA graph replays (4 launches): NCCL's symmetric kernel AllReduce_AGxLL_R_sum_f32; "
+  no_err "a local"
+  no_violation
+  end
+fi
 # Two communicators whose ranks did the same: a line each, never merged.
 if begin whatran/other-style-program-twin-communicators; then
   preloaded -- "$S/other_style" twins
@@ -179,6 +204,39 @@ if begin whatran/edge-cases-null-window-in-freed-memory; then
   unchanged
   want_err "What ran (libwhatran): communicator 1, 1 rank, rank 0: $EDGE_RAN; 0 windows registered; 1 registration came back NULL (4 KiB): no window"
   no_violation
+  end
+fi
+# A bfloat16 element is 2 bytes (nccl.h 2.30.7: ncclBfloat16): 1024 of
+# them gathered at one rank are 2 KiB.
+if begin whatran/edge-cases-bfloat16; then
+  preloaded -- "$S/edge_cases" bf16
+  want_status 0
+  unchanged
+  want_err "What ran (libwhatran): communicator 1, 1 rank, rank 0: AllGather of 2 KiB (1 call): a local copy (1 copy, 0 kernels); 0 windows registered"
+  no_violation
+  end
+fi
+# NCCL writes a handle registered in a group at the end of that thread's
+# group (groups are per thread): another thread's group, opened and ended
+# meanwhile, writes nothing, and the handle is read when it was written.
+if begin whatran/edge-cases-other-thread-group-ends-first; then
+  preloaded -- "$S/edge_cases" other-thread-group
+  want_status 0
+  unchanged
+  want_err "What ran (libwhatran): communicator 1, 1 rank, rank 0: AllReduce of 4 KiB (1 call): in place at one rank: nothing to move, and NCCL launched no work; 1 window registered (4 KiB)"
+  no_err "came back NULL"
+  no_violation
+  end
+fi
+# A registration in a group the program never ended: NCCL never wrote its
+# handle, which is said as such, not as a handle that came back NULL
+# (SIM_LEAKS=warn: what the program left is listed, not a violation).
+if begin whatran/edge-cases-group-never-ended; then
+  preloaded SIM_LEAKS=warn -- "$S/edge_cases" group-never-ended
+  want_status 0
+  unchanged
+  want_err "What ran (libwhatran): communicator 1, 1 rank, rank 0: AllReduce of 4 KiB (1 call): in place at one rank: nothing to move, and NCCL launched no work; 0 windows registered; 1 registration in a group that never ended (4 KiB)"
+  no_err "came back NULL"
   end
 fi
 # A child forked after the collectives that exits: its exit handlers,

@@ -62,6 +62,50 @@ for version in 22809 23000; do
     end
   fi
 done
+# A window from an offset into its allocation (NCCL_WIN_REQUIRED_ALIGNMENT,
+# 4096 bytes into 8192), no larger than the allocation, runs past its end.
+if begin rules/window-inside-allocation/from-an-offset-named; then
+  need sim-pthread/rules
+  SIM_DIR=$TMPDIR SIM_TIMEOUT_MS=1000 run "$B/sim-pthread/rules" window-inside-allocation
+  want_status 70
+  want_err "RULE VIOLATION [window-inside-allocation]"
+  want_err "8192 bytes at 0x"
+  want_err ", 4096 bytes into its allocation, run past the end of that 8192-byte allocation"
+  end
+fi
+# Ranks passing different counts to one AllReduce (rank 1 half of rank
+# 0's 2048 floats): every rank of a collective passes the same count
+# (nccl.h), and whichever rank looks first names both counts.
+if begin rules/collective-calls/counts-differ-named; then
+  need sim-pthread/rules
+  SIM_DIR=$TMPDIR SIM_TIMEOUT_MS=1000 run "$B/sim-pthread/rules" collective-calls/counts-differ
+  want_status 70
+  want_err "RULE VIOLATION [collective-calls]"
+  grep -qE "ncclAllReduce: rank (0 passed count 2048, this rank 1024|1 passed count 1024, this rank 2048)" "$f.err" ||
+    why+="no line naming both counts (2048 on rank 0, 1024 on rank 1); "
+  end
+fi
+# A CUDA event left at exit (by each of the 2 ranks) is a leak like any
+# other object.
+if begin rules/no-leaks/event-left-named; then
+  need sim-pthread/rules
+  SIM_DIR=$TMPDIR SIM_TIMEOUT_MS=1000 run "$B/sim-pthread/rules" no-leaks/event-left
+  want_status 70
+  want_err "ncclsim: LEAK: event never destroyed"
+  want_err "RULE VIOLATION [no-leaks] 2 object(s) left at exit" # one a rank
+  end
+fi
+# A rank's host writing into its own window once its own kernel ended,
+# while a peer's kernel read it after their last barrier: nothing orders
+# the two (tests/rules/device_rules.c, host_writes_own_window).
+if begin rules/lsa-data-race/host-writes-own-window-named; then
+  need sim-pthread/rules
+  SIM_SEED=1 SIM_DIR=$TMPDIR SIM_TIMEOUT_MS=1000 run "$B/sim-pthread/rules" lsa-data-race/host-writes-own-window
+  want_status 70
+  want_err "RULE VIOLATION [lsa-data-race] rank 0 in a copy or memset: rank 0's host (a copy or memset) writes the word at byte 0 of rank 0's window, which rank 1's kernel (CTA 0, thread 0, device_rules.c:"
+  want_err ") read, and nothing orders the two"
+  end
+fi
 for rule in $SIM_RULES; do
   if begin "rules/violation/$rule"; then
     need sim-pthread/rules

@@ -239,3 +239,89 @@ if [ "$NGPUS" = 0 ] && begin gpu/check-gpu-machine-refuses-without-a-gpu; then
   [ ! -e "$TMPDIR/gpu-logs" ] || why+="it made its log folder; "
   end
 fi
+# Its PyTorch step (tests/whatran/torch_check.sh), without a GPU: where no
+# python imports torch it skips, saying so, and runs nothing; with a
+# stand-in for PyTorch's python (below) that prints what
+# torch_collectives.py prints, and under the preload What ran's line, every
+# step passes, 2 processes sharing a GPU from NCCL 2.30; a stand-in whose
+# output, status or What ran the preload changes fails the step, naming it.
+torch_standin() { # FILE: the stand-in; STANDIN_NCCL its NCCL's code, STANDIN_BREAK what the preload breaks
+  cat >"$1" <<'STANDIN'
+#!/usr/bin/env bash
+case "$*" in
+  "-c import torch") exit 0 ;;
+  *nccl.version*) echo "$STANDIN_NCCL"; exit 0 ;;
+  "-m torch.distributed.run --standalone --nproc_per_node "*" tests/whatran/torch_collectives.py") n=$5 ;;
+  *) echo "stand-in: unexpected arguments: $*" >&2; exit 9 ;;
+esac
+for r in $(seq 0 $((n - 1))); do
+  if [ -n "${LD_PRELOAD:-}" ] && [ "$STANDIN_BREAK" = output ]; then echo "rank $r of $n: all_reduce element 0 is 0.0, wanted 1.0, all_gather ok"
+  else echo "rank $r of $n: all_reduce ok, all_gather ok"; fi
+  [ -n "${LD_PRELOAD:-}" ] && [ "$STANDIN_BREAK" != silent ] &&
+    echo "What ran (libwhatran): communicator 1, $n rank$([ $n = 1 ] || echo s), rank $r: AllReduce of 1 MiB (1 call): NCCL's symmetric kernel" >&2
+done
+echo "NCCL 2.30.7"
+[ -n "${LD_PRELOAD:-}" ] && [ "$STANDIN_BREAK" = status ] && exit 1
+exit 0
+STANDIN
+  chmod +x "$1"
+}
+if begin gpu/check-gpu-machine-torch-skips-without-pytorch; then
+  printf '#!/bin/sh\necho "$@" >>"%s"\nexit 1\n' "$TMPDIR/no-torch.calls" >"$TMPDIR/no-torch-python"
+  chmod +x "$TMPDIR/no-torch-python" && rm -f "$TMPDIR/no-torch.calls"
+  TORCH_PYTHON=$TMPDIR/no-torch-python run bash tests/whatran/torch_check.sh "$TMPDIR" "$TMPDIR/no-such-lib.so"
+  want_status 0
+  want_out "skip PyTorch under the preload: no PyTorch here ($TMPDIR/no-torch-python: none imports torch"
+  [ "$(cat "$TMPDIR/no-torch.calls")" = "-c import torch" ] || why+="it ran more than the import: $(tr '\n' ';' <"$TMPDIR/no-torch.calls"); "
+  end
+fi
+if begin gpu/check-gpu-machine-torch-steps-on-a-stand-in; then
+  torch_standin "$TMPDIR/torch-standin"
+  for nccl in 23007 22703; do
+    STANDIN_NCCL=$nccl STANDIN_BREAK="" TORCH_PYTHON=$TMPDIR/torch-standin run bash tests/whatran/torch_check.sh "$TMPDIR" /dev/null
+    want_status 0
+    want_out "ok   PyTorch, 1 process, under the preload: the same output and exit status"
+    want_out "ok   PyTorch, 1 process: What ran names its communicator: What ran (libwhatran): communicator 1, 1 rank, rank 0: AllReduce of 1 MiB"
+    if [ $nccl = 23007 ]; then
+      want_out "ok   PyTorch, 2 processes sharing a GPU: What ran names its communicator"
+    else
+      want_out "skip PyTorch, 2 processes sharing a GPU: PyTorch's NCCL is 22703 (NCCL_VERSION_CODE), and sharing needs 2.30"
+    fi
+    no_out "FAIL"
+  done
+  end
+fi
+if begin gpu/check-gpu-machine-torch-fails-what-the-preload-changes; then
+  torch_standin "$TMPDIR/torch-standin"
+  for broken in output:"PyTorch, 1 process, under the preload: its output differs" \
+    status:"PyTorch, 1 process, under the preload: exit 1, without it 0" \
+    silent:"PyTorch, 1 process: What ran names its communicator: no line 'What ran (libwhatran): communicator K, 1 rank(s), rank R: AllReduce of 1 MiB' for rank 0"; do
+    STANDIN_NCCL=22703 STANDIN_BREAK=${broken%%:*} TORCH_PYTHON=$TMPDIR/torch-standin run bash tests/whatran/torch_check.sh "$TMPDIR" /dev/null
+    want_status 1
+    want_out "FAIL ${broken#*:}"
+  done
+  end
+fi
+# Its copy of the tree for the docs' blocks, in a tree that is no git
+# checkout (an exported tree, a release tarball: here the files git
+# exports, in a folder of the suite's build, which git ignores): the line
+# of the script itself, run there. The copy holds every file of the tree
+# and none of its build outputs or logs.
+if begin gpu/check-gpu-machine-copies-a-tree-without-git; then
+  tree=$TMPDIR/exported-tree
+  rm -rf "$tree" && mkdir -p "$tree"
+  tracked_files . | sort >"$f.expected"
+  (cd "$ROOT" && tar -cf - -T "$f.expected") | tar -xf - -C "$tree"
+  mkdir -p "$tree/tests/build/sim-pthread" "$tree/01_allreduce/c/build" "$tree/gpu-logs/docs-tree"
+  touch "$tree/tests/build/sim-pthread/sim.o" "$tree/01_allreduce/c/build/main.o" "$tree/allreduce_sm" \
+    "$tree/gpu-logs/machine.txt"
+  step=$(grep -m 1 '^ *rm -rf "$copy" && ' tools/check_gpu_machine.sh)
+  [ -n "$step" ] || why+="no line that makes the copy in tools/check_gpu_machine.sh; "
+  copy=$tree/gpu-logs/docs-tree/page out=$tree/gpu-logs run bash -c 'cd "$1" && . tests/lib/tree_files.sh && eval "$2"' - "$tree" "$step"
+  want_status 0
+  no_err "not a git repository"
+  (cd "$tree/gpu-logs/docs-tree/page" 2>/dev/null && find . -type f | sed 's|^\./||' | sort) >"$f.copied"
+  [ "$(wc -l <"$f.expected")" -gt 100 ] || why+="only $(wc -l <"$f.expected") files in the exported tree; "
+  diff "$f.expected" "$f.copied" >"$f.diff" || why+="the copy is not the tree's files: $(head -n 3 "$f.diff" | tr '\n' ' ')(see $f.diff); "
+  end
+fi

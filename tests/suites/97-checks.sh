@@ -178,6 +178,23 @@ if begin checks/a-case-waiting-outside-run-is-ended; then
   want_out "1 passed, 1 failed, 0 skipped"
   end
 fi
+# The case's reader that left it (its parent subshell ended) is ended with
+# it: the guard ends what carries the case's mark, not only what is under
+# its shell (once such a reader outlived its case for an hour).
+if begin checks/a-case-ended-at-its-limit-loses-its-reader; then
+  run env TEST_FILTER= TEST_CASE_LIMIT=1 TEST_LOGS="$LOG/guard-reader" \
+    TEST_SUITE=tests/data/suites/reader-leaves-the-case.sh bash tests/run_tests.sh
+  want_status 1
+  fifo=$LOG/guard-reader/control_reader-leaves-the-case.fifo
+  grep -qE "^not ok 1 - control/reader-leaves-the-case: ended after [0-9]+ s \(TEST_CASE_LIMIT=1\): it was still running: .*[0-9]+ cat $fifo" "$f.out" ||
+    why+="the guard did not name the reader that left the case; "
+  left=$(pgrep -x -f "cat $fifo")
+  if [ -n "$left" ]; then
+    why+="its reader (pid $left: cat $fifo) still runs after the case was ended; "
+    kill $left
+  fi
+  end
+fi
 if begin checks/a-run-past-its-limit-is-ended; then
   run env TEST_FILTER= TEST_RUN_LIMIT=1 TEST_CASE_LIMIT=600 TEST_LOGS="$LOG/guard-run" \
     TEST_SUITE=tests/data/suites/waits-outside-run.sh bash tests/run_tests.sh
@@ -185,6 +202,14 @@ if begin checks/a-run-past-its-limit-is-ended; then
   want_err "run_tests.sh: the whole run passed its limit of 1 s (TEST_RUN_LIMIT); the cases it was in:"
   grep -qE "^  control/waits-outside-run \(for [0-9]+ s\)$" "$f.err" || why+="the stuck case was not named; "
   no_out "passed, 0 failed"
+  # Its reader is gone too, even one the case started after the guard
+  # listed the run's processes (the limit comes as the case starts).
+  fifo=$LOG/guard-run/control_waits-outside-run.fifo
+  left=$(pgrep -x -f "cat $fifo")
+  if [ -n "$left" ]; then
+    why+="its reader (pid $left: cat $fifo) still runs after the run was ended; "
+    kill $left
+  fi
   end
 fi
 if begin checks/a-suite-that-stops-fails-the-run-at-once; then
@@ -198,6 +223,18 @@ if begin checks/a-suite-that-stops-fails-the-run-at-once; then
   want_out "1 passed, 1 failed, 0 skipped"
   no_out "control/after-the-error"
   [ $((EPOCHSECONDS - t0)) -lt 60 ] || why+="it took $((EPOCHSECONDS - t0)) s (a guard held the pipe?); "
+  end
+fi
+
+# --------------------------------------------------- coverage's report
+# make test-coverage's lister (tests/checks/coverage_report.py) on a
+# hand-made gcovr report of three small sources (tests/data/coverage/):
+# each file's lines and branches, and the rule sites and verdict phrases
+# whose lines no case ran, as counted by hand from the fixture.
+if begin checks/coverage-report-lists-what-no-case-reaches; then
+  run python3 tests/checks/coverage_report.py --root tests/data/coverage/tree tests/data/coverage/coverage.json
+  want_status 0
+  want_out_file tests/data/coverage/expected.txt
   end
 fi
 

@@ -2,8 +2,9 @@
  * The simulation's device API, per simulated NCCL version, as NCCL's
  * src/dev_runtime.cc (2.29.2 to 2.30.7) has it: a struct not made with its
  * initializer is refused from 2.29.2 on; nLsaTeams is written only for a
- * struct of a version after 2.29.3; a struct of a version newer than the
- * library is refused (2.29.2 and 2.30.7 alike, in other words);
+ * struct of a version after 2.29.3 (not at 2.29.3); a struct of a version
+ * newer than the library, by a patch release too, is refused (2.29.2 and
+ * 2.30.7 alike, in other words);
  * ncclDevCommCreate without symmetric support is refused. One rank, one
  * thread, linked against the simulation alone; the values written before
  * each call tell "not written" from a written 0.
@@ -67,6 +68,14 @@ int main(void)
   setenv("SIM_NCCL_VERSION", "23007", 1);
   EXPECT(query(comm, 23203, NCCL_API_MAGIC, &p) == ncclInvalidUsage); /* too old */
   EXPECT(create(comm, 23203, NCCL_API_MAGIC, &dev) == ncclInvalidUsage);
+  /* Older than the program by a patch release: too old all the same. */
+  EXPECT(query(comm, 23008, NCCL_API_MAGIC, &p) == ncclInvalidUsage);
+  EXPECT(create(comm, 23008, NCCL_API_MAGIC, &dev) == ncclInvalidUsage);
+  /* nLsaTeams only for a struct after 2.29.3: not at 2.29.3 itself. */
+  EXPECT(query(comm, 22903, NCCL_API_MAGIC, &p) == ncclSuccess);
+  EXPECT(p.nLsaTeams == UNWRITTEN);
+  EXPECT(query(comm, 22904, NCCL_API_MAGIC, &p) == ncclSuccess);
+  EXPECT(p.nLsaTeams == 1);
   EXPECT(query(comm, 23007, NCCL_API_MAGIC, &p) == ncclSuccess);
   EXPECT(p.nLsaTeams == 1 && p.rank == 0 && p.cudaDev == 0);
   memset(&dev, 0x5e, sizeof dev);

@@ -76,6 +76,13 @@ int main(void)
   EXPECT(races(at(1, 3, 7, 5, 0, SCOPE_DEVICE, W), at(0, 3, 7, 9, 0, SCOPE_DEVICE, W), 0) == 1);
   EXPECT(races(at(1, 3, 7, 5, 0, SCOPE_SYSTEM, W), at(0, 3, 7, 9, 0, SCOPE_DEVICE, W), 0) == 1);
   EXPECT(races(at(1, 3, 7, 5, 0, SCOPE_SYSTEM, R), at(0, 3, 7, 9, 0, 0, W), 0) == 1);
+  /* a plain read after a peer's atomic store (of system scope): only one
+   * of them is atomic, so the clocks must order them */
+  EXPECT(races(at(1, 3, 7, 5, 0, SCOPE_SYSTEM, W), at(0, 3, 7, 9, 0, 0, R), 4) == 1);
+  EXPECT(races(at(1, 3, 7, 5, 0, SCOPE_SYSTEM, W), at(0, 3, 7, 9, 0, 0, R), 5) == 0);
+  /* a peer's plain write after a plain read it was not ordered after */
+  EXPECT(races(at(1, 3, 7, 5, 0, 0, R), at(0, 3, 7, 9, 0, 0, W), 4) == 1);
+  EXPECT(races(at(1, 3, 7, 5, 0, 0, R), at(0, 3, 7, 9, 0, 0, W), 5) == 0);
   /* readers kept as bits: threads 1 and 40 (two warps) read, 1 writes */
   {
     static uint32_t clocks[RANKS * HB_PER_RANK];

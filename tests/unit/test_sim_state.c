@@ -16,6 +16,10 @@
  *                       before; a communicator made there reads as 0
  *                       ranks, rank 0, until ncclGroupEnd (ncclInProgress
  *                       for a non-blocking group)
+ *   window handles      a registration on a non-blocking communicator (of
+ *                       one rank too): ncclSuccess, *win NULL, the
+ *                       communicator in progress; the handle written only
+ *                       once a look says ncclSuccess
  *   NULL arguments      NCCL's warning, ncclInvalidArgument
  *   ncclCommInitAll     a rank per device; a device named twice or out of
  *                       range refused
@@ -143,6 +147,54 @@ static void groups_hand_over_at_their_end(void)
   EXPECT(ncclCommDestroy(comm) == ncclSuccess);
 }
 
+/* NCCL 2.30.7 src/dev_runtime.cc ncclCommWindowRegister: *win = NULL,
+ * the registration a task of a group, which src/group.cc hands to NCCL's
+ * thread for a non-blocking communicator of any size (ncclInProgress for
+ * it); the call itself returns ncclSuccess. */
+static void window_handle_after_the_poll(void)
+{
+  ncclResult_t init;
+  ncclComm_t comm = nonblocking_comm(&init);
+  poll_until_ready(comm);
+  float *x = NULL;
+  EXPECT(ncclMemAlloc((void **)&x, 4096) == ncclSuccess);
+  ncclWindow_t win = (ncclWindow_t)SENTINEL;
+  EXPECT(ncclCommWindowRegister(comm, x, 4096, &win, NCCL_WIN_COLL_SYMMETRIC) ==
+         ncclSuccess);
+  EXPECT(win == NULL);
+  /* In progress: the first look (ncclCommUserRank's) refuses, and the
+   * handle is still not written. */
+  int rank = -1;
+  EXPECT(ncclCommUserRank(comm, &rank) == ncclInvalidArgument);
+  EXPECT(rank == -1);
+  EXPECT(strcmp(ncclGetLastError(comm), BUSY) == 0);
+  EXPECT(win == NULL);
+  EXPECT(poll_until_ready(comm) == 1);
+  EXPECT(win != NULL && win != (ncclWindow_t)SENTINEL);
+  EXPECT(ncclCommUserRank(comm, &rank) == ncclSuccess && rank == 0);
+  if (win != NULL && win != (ncclWindow_t)SENTINEL)
+    EXPECT(ncclCommWindowDeregister(comm, win) == ncclSuccess);
+  EXPECT(ncclMemFree(x) == ncclSuccess);
+  EXPECT(ncclCommDestroy(comm) == ncclSuccess);
+}
+
+/* Inside an open group ncclCommGetAsyncError still reads the state
+ * (NCCL 2.30.7 src/init.cc: comm->asyncResult, whatever the group): a
+ * communicator whose init runs says ncclInProgress, never ncclSuccess. */
+static void state_inside_a_group(void)
+{
+  ncclResult_t init;
+  ncclComm_t comm = nonblocking_comm(&init);
+  EXPECT(init == ncclInProgress);
+  EXPECT(ncclGroupStart() == ncclSuccess);
+  ncclResult_t state = ncclSuccess;
+  EXPECT(ncclCommGetAsyncError(comm, &state) == ncclSuccess);
+  EXPECT(state == ncclInProgress);
+  EXPECT(ncclGroupEnd() == ncclSuccess);
+  poll_until_ready(comm);
+  EXPECT(ncclCommDestroy(comm) == ncclSuccess);
+}
+
 static void null_arguments(void)
 {
   ncclResult_t state = ncclSuccess;
@@ -179,6 +231,8 @@ int main(void)
   init_in_progress();
   split_result_written_later();
   groups_hand_over_at_their_end();
+  window_handle_after_the_poll();
+  state_inside_a_group();
   null_arguments();
   init_all();
   if (test_failures == 0)

@@ -15,7 +15,17 @@
  *           size before any poll, which NCCL refuses while its init runs
  *           (ncclInvalidArgument, NCCL 2.30.7 src/init.cc
  *           ncclCommEnsureReady); the preload must not change that
+ *   bf16    only this: an AllGather of 1024 bfloat16 elements (2 bytes
+ *           each: 2 KiB) out of place
+ *   other-thread-group  only this: a window registered inside a group
+ *           whose end waits until another thread has opened and ended a
+ *           group of its own (NCCL writes the handle at the end of the
+ *           group of the thread that registered, not of another), then an
+ *           AllReduce in place
+ *   group-never-ended  only this: an AllReduce in place, then a window
+ *           registered inside a group the program never ends
  * It prints one line; its output must not change under the preload. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +37,7 @@
 
 #define N 1024 /* floats: 4 KiB */
 #define FP8 10 /* ncclFloat8e4m3 (nccl.h from 2.24) */
+#define BF16 9 /* ncclBfloat16 (nccl.h 2.30.7) */
 
 /* Mode unpolled: the results as NCCL's numbers (nccl.h). */
 static int unpolled(void)
@@ -50,6 +61,63 @@ static int unpolled(void)
   return ncclCommDestroy(comm) != ncclSuccess;
 }
 
+/* Another thread's group, opened and ended while main's is open. */
+static void *other_group(void *arg)
+{
+  (void)arg;
+  int bad = ncclGroupStart() != ncclSuccess;
+  bad |= ncclGroupEnd() != ncclSuccess;
+  return (void *)(size_t)bad;
+}
+
+/* Modes bf16, other-thread-group and group-never-ended. */
+static int one_more(const char *mode)
+{
+  ncclUniqueId id;
+  ncclComm_t comm;
+  cudaStream_t s;
+  char *x, *y;
+  int bad = cudaSetDevice(0) != cudaSuccess;
+  bad |= ncclGetUniqueId(&id) != ncclSuccess;
+  bad |= ncclCommInitRank(&comm, 1, id, 0) != ncclSuccess;
+  bad |= cudaStreamCreate(&s) != cudaSuccess;
+  bad |= ncclMemAlloc((void **)&x, N * sizeof(float)) != ncclSuccess;
+  bad |= ncclMemAlloc((void **)&y, N * sizeof(float)) != ncclSuccess;
+  bad |= cudaMemsetAsync(x, 0, N * sizeof(float), s) != cudaSuccess;
+  ncclWindow_t w = NULL;
+  if (strcmp(mode, "bf16") == 0) {
+    bad |= ncclAllGather(x, y, N, (ncclDataType_t)BF16, comm, s) != ncclSuccess;
+  } else if (strcmp(mode, "other-thread-group") == 0) {
+    pthread_t other;
+    void *other_bad = NULL;
+    bad |= ncclGroupStart() != ncclSuccess;
+    bad |= ncclCommWindowRegister(comm, x, N * sizeof(float), &w,
+                                  NCCL_WIN_COLL_SYMMETRIC) != ncclSuccess;
+    bad |= pthread_create(&other, NULL, other_group, NULL) != 0 ||
+           pthread_join(other, &other_bad) != 0 || other_bad != NULL;
+    bad |= ncclGroupEnd() != ncclSuccess;
+    bad |= ncclAllReduce(x, x, N, ncclFloat, ncclSum, comm, s) != ncclSuccess;
+  } else {
+    bad |= ncclAllReduce(x, x, N, ncclFloat, ncclSum, comm, s) != ncclSuccess;
+    bad |= cudaStreamSynchronize(s) != cudaSuccess;
+    bad |= ncclGroupStart() != ncclSuccess;
+    bad |= ncclCommWindowRegister(comm, x, N * sizeof(float), &w,
+                                  NCCL_WIN_COLL_SYMMETRIC) != ncclSuccess;
+    printf("%s\n", bad ? "an NCCL call failed" : "done, a group left open");
+    return bad; /* as a program that forgot its ncclGroupEnd */
+  }
+  bad |= cudaStreamSynchronize(s) != cudaSuccess;
+  if (w != NULL)
+    ncclCommWindowDeregister(comm, w);
+  ncclMemFree(x);
+  ncclMemFree(y);
+  cudaStreamDestroy(s);
+  ncclCommFinalize(comm);
+  ncclCommDestroy(comm);
+  printf("%s\n", bad ? "an NCCL call failed" : "done");
+  return bad;
+}
+
 int main(int argc, char **argv)
 {
   const char *mode = argc > 1 ? argv[1] : "";
@@ -59,6 +127,9 @@ int main(int argc, char **argv)
   }
   if (strcmp(mode, "unpolled") == 0)
     return unpolled();
+  if (strcmp(mode, "bf16") == 0 || strcmp(mode, "other-thread-group") == 0 ||
+      strcmp(mode, "group-never-ended") == 0)
+    return one_more(mode);
   int bad = 0;
   ncclUniqueId id;
   ncclComm_t comm;

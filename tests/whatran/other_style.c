@@ -11,7 +11,12 @@
  * the second AllGather's output also has a window, over its first half
  * only (the size of one rank's input); with "twins" each communicator
  * makes the same AllReduce without windows, and nothing else (What ran
- * must still say each one). It prints one line per rank, in
+ * must still say each one); with "one-byte-past" the first AllGather's
+ * input also has a window on communicator 2, one byte shorter than the
+ * input (it does not hold it); with "mostly-one-rank" each rank also makes
+ * a communicator of its own (one rank) and captures two AllReduces on it
+ * into a second graph, replayed twice: most captured calls are then of
+ * one rank, not all. It prints one line per rank, in
  * rank order; its output must not change under the preload. */
 #include <pthread.h>
 #include <stdint.h>
@@ -24,7 +29,7 @@
 #define N 1024 /* floats: 4 KiB */
 
 static ncclUniqueId ids[2];
-static int windows = 1, half_window = 0, twins = 0;
+static int windows = 1, half_window = 0, twins = 0, byte_short = 0, solo = 0;
 
 /* "twins": one AllReduce of N floats, without windows, on each. */
 static int twin_allreduces(ncclComm_t one, ncclComm_t two)
@@ -39,6 +44,31 @@ static int twin_allreduces(ncclComm_t one, ncclComm_t two)
   bad |= cudaStreamSynchronize(s) != cudaSuccess;
   ncclMemFree(x);
   cudaStreamDestroy(s);
+  return bad;
+}
+
+/* "mostly-one-rank": a communicator of this rank alone, two AllReduces on
+ * it (local copies) captured into a graph, replayed twice. */
+static int solo_replays(float *x, float *z, cudaStream_t s)
+{
+  ncclUniqueId id;
+  ncclComm_t comm;
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  int bad = ncclGetUniqueId(&id) != ncclSuccess;
+  bad |= ncclCommInitRank(&comm, 1, id, 0) != ncclSuccess;
+  bad |= cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) != cudaSuccess;
+  bad |= ncclAllReduce(x, z, N, ncclFloat, ncclSum, comm, s) != ncclSuccess;
+  bad |= ncclAllReduce(z, x, N, ncclFloat, ncclSum, comm, s) != ncclSuccess;
+  bad |= cudaStreamEndCapture(s, &graph) != cudaSuccess;
+  bad |= cudaGraphInstantiate(&exec, graph, 0) != cudaSuccess;
+  bad |= cudaGraphLaunch(exec, s) != cudaSuccess;
+  bad |= cudaGraphLaunch(exec, s) != cudaSuccess;
+  bad |= cudaStreamSynchronize(s) != cudaSuccess;
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  ncclCommFinalize(comm);
+  ncclCommDestroy(comm);
   return bad;
 }
 
@@ -76,6 +106,9 @@ static void *rank_main(void *arg)
   }
   if (half_window)
     ncclCommWindowRegister(two, v, N * sizeof(float), &wv, NCCL_WIN_COLL_SYMMETRIC);
+  ncclWindow_t wshort = NULL;
+  if (byte_short)
+    ncclCommWindowRegister(two, x, N * sizeof(float) - 1, &wshort, NCCL_WIN_COLL_SYMMETRIC);
   bad |= ncclAllReduce(x, z, N, ncclFloat, ncclSum, one, s) != ncclSuccess;
   ncclGroupStart(); /* as nccl-tests does with several GPUs a process */
   bad |= ncclAllGather(x, y, N, ncclFloat, two, s) != ncclSuccess;
@@ -93,6 +126,8 @@ static void *rank_main(void *arg)
   cudaStreamSynchronize(s);
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
+  if (solo)
+    bad |= solo_replays(x, z, s);
 
   if (windows) {
     ncclCommWindowDeregister(one, wx);
@@ -101,6 +136,8 @@ static void *rank_main(void *arg)
   }
   if (half_window)
     ncclCommWindowDeregister(two, wv);
+  if (byte_short)
+    ncclCommWindowDeregister(two, wshort);
   ncclMemFree(x);
   ncclMemFree(y);
   ncclMemFree(z);
@@ -118,6 +155,8 @@ int main(int argc, char **argv)
   windows = !(argc > 1 && strcmp(argv[1], "no-windows") == 0);
   half_window = argc > 1 && strcmp(argv[1], "half-window") == 0;
   twins = argc > 1 && strcmp(argv[1], "twins") == 0;
+  byte_short = argc > 1 && strcmp(argv[1], "one-byte-past") == 0;
+  solo = argc > 1 && strcmp(argv[1], "mostly-one-rank") == 0;
   ncclGetUniqueId(&ids[0]);
   ncclGetUniqueId(&ids[1]);
   pthread_t t[2];
