@@ -218,6 +218,25 @@ static int copy_in_capture(const rank_ctx *ctx)
   return 0;
 }
 
+/* A buffer set on one stream and read back on another, with no event or
+ * wait between: the two are unordered (stream-data-race). */
+static int memset_read_on_two_streams(const rank_ctx *ctx)
+{
+  ncclComm_t comm = init_comm(ctx, ctx->rank);
+  float *buf = NULL, host[4] = {0};
+  cudaStream_t set, read;
+  CUDACHECK(cudaMalloc((void **)&buf, sizeof host));
+  CUDACHECK(cudaStreamCreateWithFlags(&set, cudaStreamNonBlocking));
+  CUDACHECK(cudaStreamCreateWithFlags(&read, cudaStreamNonBlocking));
+  CUDACHECK(cudaMemsetAsync(buf, 0, sizeof host, set));
+  CUDACHECK(cudaMemcpyAsync(host, buf, sizeof host, cudaMemcpyDeviceToHost, read));
+  CUDACHECK(cudaStreamDestroy(set));
+  CUDACHECK(cudaStreamDestroy(read));
+  CUDACHECK(cudaFree(buf));
+  finish(comm);
+  return 0;
+}
+
 /* Ranks passing different counts to one AllReduce: rank 1 half of rank
  * 0's (both buffers large enough for either). */
 static int counts_differ(const rank_ctx *ctx)
@@ -251,6 +270,7 @@ static const rule_case cases[] = {
     {"window-inside-allocation", window_past_allocation},
     {"window-owner", deregister_on_other_comm},
     {"graph-capture", copy_in_capture},
+    {"stream-data-race", memset_read_on_two_streams},
 };
 
 /* Everything released but one CUDA event. */

@@ -14,9 +14,8 @@
  *    (queues.c), those of other CTAs of the same rank included
  *    (lsa-data-race); each window has a shadow that every rank maps;
  *  - other device memory of the rank (cudaMalloc, ncclMemAlloc outside a
- *    window): against its other CTAs' and threads' (data-race), in a
- *    shadow of this process made at the kernel's first access; the host's
- *    copies are ordered by their streams and not checked there.
+ *    window): against its CTAs' and threads' (data-race), in a shadow made
+ *    at the kernel's first access; the rank's other streams: stream_races.c.
  * A race names both accesses and what is missing of the order. */
 
 #include "sim.h"
@@ -301,12 +300,14 @@ static void device_access(const void *p, size_t bytes, int how, int scope,
     check_bounds(past, p, bytes, how, &now);
   if (rg != NULL) {
     fences_accessed();
+    order_kernel_access(rg->base, p, bytes, now.writes, scope != SCOPE_NONE);
     check_window(rg, p, bytes, &now);
     return;
   }
   global_region *g = global_of(p);
   if (g != NULL) {
     fences_accessed();
+    order_kernel_access(g->base, p, bytes, now.writes, scope != SCOPE_NONE);
     check_global(g, f, p, bytes, &now);
   }
 }

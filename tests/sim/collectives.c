@@ -122,6 +122,7 @@ ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
                            ncclDataType_t datatype, ncclRedOp_t op,
                            ncclComm_t comm, cudaStream_t stream)
 {
+  NOTE_CALLER();
   sim_node node = {0, sendbuff, recvbuff, count, datatype, op, comm, NULL};
   return call_collective("ncclAllReduce", &node, stream, 0);
 }
@@ -130,6 +131,7 @@ ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff,
                            size_t sendcount, ncclDataType_t datatype,
                            ncclComm_t comm, cudaStream_t stream)
 {
+  NOTE_CALLER();
   sim_node node = {1, sendbuff, recvbuff, sendcount, datatype, ncclSum, comm, NULL};
   return call_collective("ncclAllGather", &node, stream, 0);
 }

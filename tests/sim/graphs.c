@@ -148,7 +148,7 @@ cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t graph,
   return cudaSuccess;
 }
 
-cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream)
+static cudaError_t graph_launch(cudaGraphExec_t exec, cudaStream_t stream)
 {
   if (exec == NULL)
     return cudaErrorInvalidValue;
@@ -173,9 +173,16 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream)
   return res == ncclSuccess ? cudaSuccess : cudaErrorLaunchFailure;
 }
 
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream)
+{
+  NOTE_CALLER();
+  return graph_launch(exec, stream);
+}
+
 cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t exec, cudaStream_t stream)
 {
-  return cudaGraphLaunch(exec, stream);
+  NOTE_CALLER();
+  return graph_launch(exec, stream);
 }
 
 cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec)

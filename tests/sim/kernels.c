@@ -11,6 +11,8 @@
 
 #include "ncclsim_device.h"
 
+#include <execinfo.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +94,7 @@ cudaError_t cudaLaunchKernel(const void *func, dim3 grid, dim3 block,
                              void **args, size_t shared, cudaStream_t stream)
 {
   (void)grid, (void)block, (void)shared;
+  NOTE_CALLER();
   check_shared_context("cudaLaunchKernel", stream);
   return launch(func, args, stream, 0);
 }
@@ -101,6 +104,7 @@ cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 grid, dim3 block,
                                   cudaStream_t stream)
 {
   (void)grid, (void)block, (void)shared;
+  NOTE_CALLER();
   return launch(func, args, stream, 1);
 }
 
@@ -175,10 +179,15 @@ cudaError_t ncclsim_launch(const char *name, dim3 grid, dim3 block,
                            void (*release)(void *),
                            void *(*clone)(const void *))
 {
+  /* called from the device API header's launch wrapper: the places above */
+  order_nframes = backtrace(order_frames, ORDER_FRAMES);
+  if (order_nframes > 1) /* (this one's own frame is not the program's) */
+    memmove(order_frames, order_frames + 1, (size_t)--order_nframes * sizeof *order_frames);
   if (clone == NULL)
     refuse_in_capture("a kernel launch", stream);
   if (volume(block) == 0 || volume(block) > 1024 || block.z > 64 ||
       volume(grid) == 0 || grid.y > 65535 || grid.z > 65535) {
+    order_nframes = 0;
     release(args);
     return launch_error = cudaErrorInvalidConfiguration;
   }
@@ -194,20 +203,24 @@ cudaError_t ncclsim_launch(const char *name, dim3 grid, dim3 block,
                     " cudaFuncSetAttribute(cudaFuncAttributeMaxDynamicShared"
                     "MemorySize), which the simulation does not have\n",
             name, shared_bytes);
+    order_nframes = 0;
     release(args);
     return launch_error = cudaErrorInvalidValue;
   }
   struct sim_kernel *k = malloc(sizeof *k);
   if (k == NULL) {
+    order_nframes = 0;
     release(args);
     return launch_error = cudaErrorMemoryAllocation;
   }
   *k = (struct sim_kernel){name, grid, block, shared_bytes, devcomm,
                            sim_rank(), current_device, thread, args, release,
                            clone};
-  if (record_kernel(stream, k)) /* captured: it runs at each replay */
-    return cudaSuccess;
-  return queue_kernel(k, stream);
+  cudaError_t res = record_kernel(stream, k) /* captured: runs at each replay */
+                        ? cudaSuccess
+                        : queue_kernel(k, stream);
+  order_nframes = 0;
+  return res;
 }
 
 cudaError_t cudaGetLastError(void)

@@ -107,6 +107,7 @@ cudaError_t cudaFree(void *ptr)
   if (ptr == NULL)
     return cudaSuccess;
   land_device_work(); /* cudaFree waits for the device */
+  order_host_waits_all();
   pthread_mutex_lock(&lock);
   sim_alloc *a = find_alloc(ptr, 1);
   if (a != NULL && a->kind == FROM_NCCL_MEM_ALLOC)
@@ -116,6 +117,7 @@ cudaError_t cudaFree(void *ptr)
   pthread_mutex_unlock(&lock);
   if (a == NULL)
     return cudaErrorInvalidValue;
+  order_forget(a->base, a->size);
   release_alloc(a);
   return cudaSuccess;
 }
@@ -144,21 +146,34 @@ static cudaError_t copy(const char *call, void *dst, const void *src,
     return cudaErrorInvalidValue;
   /* CUPTI's CUpti_ActivityMemcpyKind: HTOD 1, DTOH 2, DTOD 8. */
   work_item item = {.kind = WORK_COPY, .dst = dst, .size = count,
-                    .copy_kind = 8};
+                    .copy_kind = 8, .call = call};
   if (kind == cudaMemcpyHostToDevice) {
     item.staged = src;
     item.copy_kind = 1;
   } else if (kind == cudaMemcpyDeviceToDevice) {
     item.src = src;
   }
+  /* cudaMemcpy from pageable memory: "a stream sync is performed before
+   * the copy is initiated" (CUDA's API synchronization behavior). */
+  if (kind == cudaMemcpyHostToDevice && strcmp(call, "cudaMemcpy") == 0)
+    stream_sync_point(stream, ptds_entry);
   if (kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice)
     return enqueue(stream, ptds_entry, &item) ? cudaSuccess
                                                : cudaErrorMemoryAllocation;
+  /* Into pageable memory: after the stream's earlier work, done when the
+   * call returns; the rank's other streams are not waited for. */
   stream_sync_point(stream, ptds_entry);
+  const void *key = queue_key(stream, ptds_entry);
+  struct order_mark *m = order_queue(key, queue_kind(stream, ptds_entry), call);
+  order_touch(m, src, count, 0);
+  land_racing(m, src, count);
+  order_begin(m);
   hb_host_access(src, count, HB_READ); /* out of a window: the host's read */
   memmove(dst, src, count);
   gpu_busy_until(current_device, gpu_now_ns(current_device) +
                                      work_ns(WORK_COPY, count, 0, sim_rank()));
+  order_end(m);
+  order_host_waits(key);
   if (cupti_copy != NULL && cupti_launch != NULL)
     cupti_copy(cupti_launch(), current_device, 2, count);
   return cudaSuccess;
@@ -176,12 +191,14 @@ cudaError_t cudaMemsetAsync_ptsz(void *ptr, int value, size_t count,
 cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t count,
                             enum cudaMemcpyKind kind)
 {
+  NOTE_CALLER();
   return copy("cudaMemcpy", dst, src, count, kind, NULL, 1);
 }
 
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t count,
                        enum cudaMemcpyKind kind)
 {
+  NOTE_CALLER();
   check_shared_context("cudaMemcpy", NULL);
   return copy("cudaMemcpy", dst, src, count, kind, NULL, 0);
 }
@@ -189,12 +206,14 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t count,
 cudaError_t cudaMemcpyAsync_ptsz(void *dst, const void *src, size_t count,
                                  enum cudaMemcpyKind kind, cudaStream_t stream)
 {
+  NOTE_CALLER();
   return copy("cudaMemcpyAsync", dst, src, count, kind, stream, 1);
 }
 
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count,
                             enum cudaMemcpyKind kind, cudaStream_t stream)
 {
+  NOTE_CALLER();
   check_shared_context("cudaMemcpyAsync", stream);
   return copy("cudaMemcpyAsync", dst, src, count, kind, stream, 0);
 }
@@ -217,6 +236,7 @@ static cudaError_t memset_device(void *ptr, int value, size_t count,
 cudaError_t cudaMemsetAsync_ptsz(void *ptr, int value, size_t count,
                                  cudaStream_t stream)
 {
+  NOTE_CALLER();
   if (injected_failure("cudaMemsetAsync"))
     return cudaErrorUnknown;
   return memset_device(ptr, value, count, stream, 1);
@@ -225,6 +245,7 @@ cudaError_t cudaMemsetAsync_ptsz(void *ptr, int value, size_t count,
 cudaError_t cudaMemsetAsync(void *ptr, int value, size_t count,
                             cudaStream_t stream)
 {
+  NOTE_CALLER();
   if (injected_failure("cudaMemsetAsync"))
     return cudaErrorUnknown;
   check_shared_context("cudaMemsetAsync", stream);
@@ -235,6 +256,7 @@ cudaError_t cudaMemcpyPeerAsync(void *dst, int dst_device, const void *src,
                                 int src_device, size_t count,
                                 cudaStream_t stream)
 {
+  NOTE_CALLER();
   if (injected_failure("cudaMemcpyPeerAsync"))
     return cudaErrorUnknown;
   (void)dst_device;
@@ -247,7 +269,7 @@ cudaError_t cudaMemcpyPeerAsync(void *dst, int dst_device, const void *src,
   if (!inside)
     return cudaErrorInvalidValue;
   work_item item = {.kind = WORK_COPY, .dst = dst, .src = src, .size = count,
-                    .copy_kind = 10}; /* CUpti_ActivityMemcpyKind PTOP */
+                    .copy_kind = 10, .call = "cudaMemcpyPeerAsync"}; /* CUpti_ActivityMemcpyKind PTOP */
   return enqueue(stream, 1, &item) ? cudaSuccess : cudaErrorMemoryAllocation;
 }
 

@@ -1,4 +1,5 @@
-/* ncclsim: the streams' queues of work (see sim.h). CUDA and NCCL queue
+/* Over 350 lines: one job, the queued work and when it runs, in one list.
+ * ncclsim: the streams' queues of work (see sim.h). CUDA and NCCL queue
  * work on a stream and return before it runs; the simulation does the
  * same, at its least convenient: queued work runs only when a host call
  * must wait for it (a synchronisation of its stream, an event's, the
@@ -36,6 +37,7 @@ typedef struct work {
   float fill_value;     /* WORK_FILL */
   int lets_next_start;  /* WORK_FILL */
   struct sim_kernel *kernel; /* WORK_KERNEL */
+  struct order_mark *mark;   /* its place in the rank's stream order */
 } work;
 
 static work *queued; /* oldest first; guarded by `lock` */
@@ -87,6 +89,7 @@ static long long duration_ns(const work *w)
 static void run(const work *w)
 {
   long long start_ns = gpu_now_ns(w->device);
+  order_begin(w->mark);
   switch (w->kind) {
   case WORK_COPY: /* into or out of a window: the host's access */
     if (w->src != NULL)
@@ -117,6 +120,7 @@ static void run(const work *w)
   case WORK_GEMM: /* not computed (cublas.c): it only takes its time */
   case WORK_NOTHING: break;
   }
+  order_end(w->mark); /* checked against the rank's other streams, kept */
   gpu_busy_until(w->device, start_ns + duration_ns(w));
 }
 
@@ -188,6 +192,34 @@ int kernels_queued_with(const void *devcomm_state)
   return n;
 }
 
+void land_racing(const struct order_mark *read, const void *p, size_t bytes)
+{
+  for (;;) {
+    /* the thread's queued work, oldest first: its queue, mark, and the
+     * communicator of a kernel's device communicator */
+    struct { const void *key; const struct order_mark *mark; ncclComm_t comm; } c[64];
+    int n = 0;
+    pthread_mutex_lock(&lock);
+    for (const work *w = queued; w != NULL && n < 64; w = w->next)
+      if (w->owner == &per_thread_stream_key && !w->running && w->mark) {
+        const sim_devcomm *d = w->kind == WORK_KERNEL && w->kernel->devcomm
+                                   ? w->kernel->devcomm->sim : NULL;
+        c[n].key = w->queue, c[n].mark = w->mark;
+        c[n++].comm = d != NULL ? d->comm : NULL;
+      }
+    pthread_mutex_unlock(&lock);
+    int i = 0, unknown = 0;
+    while (i < n && !order_races_read(c[i].mark, read, p, bytes, &unknown) &&
+           !(unknown && c[i].comm && in_symmetric_window(c[i].comm, p, bytes)))
+      i++;
+    if (i == n)
+      return;
+    work was;
+    while (land_one(in_queue, c[i].key, &was) && was.mark != c[i].mark)
+      ;
+  }
+}
+
 void land_device_work(void)
 {
   while (land_one(mine_here, NULL, NULL))
@@ -219,6 +251,7 @@ void drop_comm(const struct ncclComm *comm)
     work *w = *link;
     if (of_comm(w, comm) && !w->running) {
       *link = w->next;
+      order_drop(w->mark);
       free(w->bytes);
       free(w);
     } else {
@@ -246,8 +279,8 @@ void drop_event(const struct CUevent_st *event)
 }
 
 /* Work on the legacy default stream waits for every blocking stream of its
- * device, and work on those (and on the per-thread default stream) waits
- * for the legacy default stream; non-blocking streams wait for neither.
+ * device and the thread's per-thread default stream, and work on those
+ * waits for the legacy default stream; non-blocking streams wait for neither.
  * The simulation runs that earlier work at once (a host wait where a GPU
  * would only order the streams), so the order holds. */
 static void order_after_other_streams(const void *key, cudaStream_t stream)
@@ -258,11 +291,13 @@ static void order_after_other_streams(const void *key, cudaStream_t stream)
       const void *other = NULL;
       for (const work *w = queued; w && !other; w = w->next)
         if (w->device == current_device && !is_legacy(w->queue) &&
-            w->queue != (const void *)&per_thread_stream_key &&
-            w->owner == &per_thread_stream_key)
+            w->owner == &per_thread_stream_key) {
+          if (w->queue == (const void *)&per_thread_stream_key)
+            other = w->queue;
           for (const struct CUstream_st *s = streams; s; s = s->next)
             if ((const void *)s == w->queue && !s->nonblocking)
               other = w->queue;
+        }
       pthread_mutex_unlock(&lock);
       if (other == NULL)
         return;
@@ -286,6 +321,7 @@ void stream_sync_point(cudaStream_t stream, int ptds_entry)
   const void *key = queue_key(stream, ptds_entry);
   order_after_other_streams(key, stream);
   land_queue(key);
+  order_host_waits(key);
 }
 
 int enqueue(cudaStream_t stream, int ptds_entry, const work_item *item)
@@ -325,6 +361,11 @@ int enqueue(cudaStream_t stream, int ptds_entry, const work_item *item)
               .kernel = item->kernel};
   if (item->kind == WORK_COLLECTIVE)
     w->node = item->node;
+  const int kind = queue_kind(stream, ptds_entry);
+  if (item->kind == WORK_EVENT)
+    order_event_record(&item->event->order, key, kind);
+  else
+    w->mark = order_work(key, kind, item);
   const int early = item->kind == WORK_COLLECTIVE && reads_early(&item->node);
   pthread_mutex_lock(&lock);
   if (item->kind == WORK_EVENT) {

@@ -85,7 +85,7 @@
  *   split.c       NCCL: communicators split from one, or made all at once
  *   nonblocking.c NCCL: a communicator's state, non-blocking ones
  *   queries.c     NCCL: a communicator's state, size and rank
- *   unsimulated.c NCCL: the calls the simulation lacks, said as such
+ *   unsimulated.c, unsimulated_cuda.c  NCCL's, CUDA's calls it lacks, said so
  *   windows.c     ncclMemAlloc/ncclMemFree and symmetric windows
  *   support.c     what a registration gets, per NCCL version and setting
  *   collectives.c ncclAllReduce and ncclAllGather
@@ -177,6 +177,7 @@ struct CUevent_st {
   long long when_ns; /* when its last landed record ran (clock.c) */
   const void *queue;    /* the stream it was last recorded on (queue_key) */
   unsigned long recorded, landed; /* records queued, and run (queues.c) */
+  struct order_clock *order; /* the stream order at its last record (order.c) */
 };
 
 extern pthread_mutex_t lock;
@@ -291,6 +292,7 @@ typedef struct work_item {
   int lets_next_start; /* WORK_FILL: the kernel lets the next kernel on its
                           stream start early (kernels.c) */
   struct sim_kernel *kernel; /* WORK_KERNEL: run, then freed, when it runs */
+  const char *call;   /* the call that queued it, for messages (or NULL) */
 } work_item;
 const void *queue_key(cudaStream_t stream, int ptds_entry);
 /* Queues the item on the stream, after the work of the streams it waits
@@ -346,5 +348,6 @@ sim_alloc *take_alloc(const void *p);
 void release_alloc(sim_alloc *a);
 
 #include "device.h"
+#include "order.h" /* one rank's streams ordered: order.c, stream_races.c */
 
 #endif

@@ -10,6 +10,8 @@
  * under CUDA_API_PER_THREAD_DEFAULT_STREAM). */
 cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream);
 cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream);
+cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t event,
+                                     unsigned int flags);
 
 /* 1 for a stream the program created, 0 for the special handles: 0 and
  * cudaStreamLegacy (the legacy default stream), cudaStreamPerThread. */
@@ -86,6 +88,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream)
   if (injected_failure("cudaStreamDestroy"))
     return cudaErrorUnknown;
   land_queue(stream); /* its work still completes */
+  order_stream_gone(stream);
   int found;
   pthread_mutex_lock(&lock);
   LIST_UNLINK(streams, stream, found);
@@ -100,13 +103,14 @@ cudaError_t cudaDeviceSynchronize(void)
 {
   check_shared_context("cudaDeviceSynchronize", NULL);
   land_device_work();
+  order_host_waits_all();
   return cudaSuccess;
 }
 
-cudaError_t cudaEventCreate(cudaEvent_t *event)
+/* Both creation calls end here (the flags change nothing simulated: an
+ * event times what it can, cudaEventDisableTiming or not). */
+static cudaError_t new_event(cudaEvent_t *event)
 {
-  if (injected_failure("cudaEventCreate"))
-    return cudaErrorUnknown;
   struct CUevent_st *e = calloc(1, sizeof *e);
   if (e == NULL)
     return cudaErrorMemoryAllocation;
@@ -117,6 +121,23 @@ cudaError_t cudaEventCreate(cudaEvent_t *event)
   pthread_mutex_unlock(&lock);
   *event = e;
   return cudaSuccess;
+}
+
+cudaError_t cudaEventCreate(cudaEvent_t *event)
+{
+  if (injected_failure("cudaEventCreate"))
+    return cudaErrorUnknown;
+  return new_event(event);
+}
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags)
+{
+  if (injected_failure("cudaEventCreateWithFlags"))
+    return cudaErrorUnknown;
+  if (flags & ~(unsigned)(cudaEventBlockingSync | cudaEventDisableTiming |
+                          cudaEventInterprocess))
+    return cudaErrorInvalidValue;
+  return new_event(event);
 }
 
 cudaError_t cudaEventRecord_ptsz(cudaEvent_t event, cudaStream_t stream)
@@ -139,6 +160,7 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
 cudaError_t cudaEventSynchronize(cudaEvent_t event)
 {
   land_event(event); /* before an injection: as cudaStreamSynchronize */
+  order_host_waits_event(event->order);
   if (injected_failure("cudaEventSynchronize"))
     return cudaErrorUnknown;
   return cudaSuccess;
@@ -171,6 +193,39 @@ cudaError_t cudaEventDestroy(cudaEvent_t event)
   if (!found)
     return cudaErrorInvalidValue;
   drop_event(event);
+  order_event_gone(event->order);
   free(event);
   return cudaSuccess;
+}
+
+/* Work queued on `stream` after this waits for the event's last record
+ * (none: it waits for nothing). The simulation runs the work before that
+ * record at once (a host wait where a GPU only orders the streams), so that
+ * what runs first is what the order puts first. */
+static cudaError_t wait_event(cudaStream_t stream, cudaEvent_t event,
+                              unsigned int flags, int ptds_entry)
+{
+  if (injected_failure("cudaStreamWaitEvent"))
+    return cudaErrorUnknown;
+  if (event == NULL || (flags & ~(unsigned)cudaEventWaitExternal) != 0)
+    return cudaErrorInvalidValue;
+  if (capturing(stream))
+    return cudaErrorStreamCaptureUnsupported;
+  land_event(event);
+  order_stream_waits_event(queue_key(stream, ptds_entry),
+                           queue_kind(stream, ptds_entry), event->order);
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t event,
+                                     unsigned int flags)
+{
+  return wait_event(stream, event, flags, 1);
+}
+
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event,
+                                unsigned int flags)
+{
+  check_shared_context("cudaStreamWaitEvent", stream);
+  return wait_event(stream, event, flags, 0);
 }

@@ -39,6 +39,7 @@ ncclResult_t ncclMemFree(void *ptr)
                 " call ncclCommWindowDeregister first",
                 ptr);
   take_alloc(ptr);
+  order_forget(a->base, a->size);
   pthread_mutex_unlock(&lock);
   release_alloc(a);
   return ncclSuccess;

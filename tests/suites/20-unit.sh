@@ -49,6 +49,32 @@ if begin unit/simulation-has-every-nccl-call; then
   [ "$headers" -gt 0 ] || why+="no nccl.h found; "
   end
 fi
+# The same for CUDA's runtime API (the machine's cuda_runtime_api.h, with
+# the _ptds and _ptsz entry points of per-thread default streams):
+# tests/sim/unsimulated_cuda.c says "not simulated here: NAME".
+CUDA_API_H=${CUDA_HOME:-/usr/local/cuda}/include/cuda_runtime_api.h
+if [ ! -f "$CUDA_API_H" ]; then
+  skip unit/simulation-has-every-cuda-call "no $CUDA_API_H"
+elif begin unit/simulation-has-every-cuda-call; then
+  need sim-pthread/sim.o
+  defined=" $(nm --defined-only "$B/sim-pthread/sim.o" | awk '$2 ~ /^[TW]$/ { print $3 }' | tr '\n' ' ') "
+  calls=$(grep -oE 'CUDARTAPI[[:space:]]+cuda[A-Za-z0-9_]+\(' "$CUDA_API_H" | grep -oE 'cuda[A-Za-z0-9_]+')
+  calls+=" $(sed -nE 's/^ *#define (cuda[A-Za-z0-9_]+) +__CUDART_API_PTDS\(.*/\1_ptds/p; s/^ *#define (cuda[A-Za-z0-9_]+) +__CUDART_API_PTSZ\(.*/\1_ptsz/p' "$CUDA_API_H")"
+  n=0
+  for call in $(echo "$calls" | tr ' ' '\n' | sort -u); do
+    n=$((n + 1))
+    [[ $defined == *" $call "* ]] || why+="$call ($CUDA_API_H) is neither simulated nor said to be unsimulated; "
+  done
+  [ "$n" -gt 300 ] || why+="only $n calls found in $CUDA_API_H; "
+  # A stub says so where it is called, naming the call.
+  printf '#include <cuda_runtime_api.h>\nint main(void) { return (int)cudaStreamQuery(0); }\n' >"$f.c"
+  cc -I"${CUDA_HOME:-/usr/local/cuda}/include" -DCUDA_API_PER_THREAD_DEFAULT_STREAM=1 -o "$f.bin" "$f.c" \
+    "$B/sim-pthread/sim.o" -pthread -lm >"$f.build" 2>&1 || why+="a program calling cudaStreamQuery did not link (see $f.build); "
+  run "$f.bin"
+  want_status 70
+  want_err "ncclsim: not simulated here: cudaStreamQuery_ptsz"
+  end
+fi
 if begin unit/device-api-versions; then
   need unit/test_device_api
   SIM_DIR=$TMPDIR run "$B/unit/test_device_api"

@@ -353,6 +353,23 @@ RUNS=$ONCE_WRONG kernel_cases wrong two-sessions-one-barrier two-sessions-one-ba
 DEREG='0,/^  CUDACHECK(cudaGetLastError());$/s//&\n  NCCLCHECK(ncclCommWindowDeregister(comm, recv_win)); \/* before the kernel ran *\/\n  recv_win = NULL;/'
 RUNS=$ONCE_WRONG kernel_cases wrong deregistered-before-the-kernel - "$DEREG" lsa-pointer \
   "'s ncclCommWindowDeregister at main.cu:$(($(grep -n '^  CUDACHECK(cudaGetLastError());$' "$ROOT/03_allreduce_lsa/c/main.cu" | head -n 1 | cut -d: -f1) + 1)), before this kernel used it"
+# One rank's streams (tests/sim/order.c): the upload on a stream of its
+# own, ordered before the kernel's stream by an event (the twin), or by
+# nothing, so that the copy's writes and the kernel's reads of the send
+# buffer are unordered; the result read with cudaMemcpy (the per-thread
+# default stream, which waits for no other stream) without waiting for the
+# kernel's stream. Each is named with both calls and the order missing: an
+# event after the one queued first, waited for on the other's stream.
+UPLOAD_STREAM='s/^  CUDACHECK(cudaStreamCreate(&stream));$/&\n  cudaStream_t upload;\n  CUDACHECK(cudaStreamCreate(\&upload));/; s/cudaMemcpyHostToDevice, stream));/cudaMemcpyHostToDevice, upload));/; s/^  CUDACHECK(cudaStreamDestroy(stream));$/&\n  CUDACHECK(cudaStreamDestroy(upload));/'
+UPLOAD_EVENT='/cudaMemcpyHostToDevice, upload));/a\  cudaEvent_t uploaded;\n  CUDACHECK(cudaEventCreateWithFlags(\&uploaded, cudaEventDisableTiming));\n  CUDACHECK(cudaEventRecord(uploaded, upload));\n  CUDACHECK(cudaStreamWaitEvent(stream, uploaded, 0));\n  CUDACHECK(cudaEventDestroy(uploaded));'
+NO_WAIT='0,/^  CUDACHECK(cudaStreamSynchronize(stream));$/s//  \/\/ (no wait for the kernel)/'
+kernel_cases correct upload-ordered-by-an-event - "$UPLOAD_STREAM
+$UPLOAD_EVENT"
+kernel_cases wrong upload-on-another-stream - "$UPLOAD_STREAM" stream-data-race \
+  "record an event after cudaMemcpyAsync (cudaEventRecord on its stream) and cudaStreamWaitEvent on kernel simpleAllReduceKernel's stream before queuing it"
+# (The copy's line is its statement's first: CUDACHECK( on the line before.)
+kernel_cases wrong result-read-without-waiting - "$NO_WAIT" stream-data-race \
+  "cudaMemcpy at main.cu:$(($(grep -n 'cudaMemcpy(h_result, d_recvbuff' "$ROOT/03_allreduce_lsa/c/main.cu" | cut -d: -f1) - 1)) on the per-thread default stream reads byte"
 # Window bounds to the byte: 4099 floats, 16396 bytes; the last float4
 # (bytes 16384 to 16399) runs 4 bytes past the window.
 KERNEL_COUNT=4099 RUNS=$ONCE_RIGHT kernel_cases correct float4-and-tail float4-and-tail.cu ""

@@ -104,6 +104,11 @@ fast_broken rules two-shot-no-middle-barrier "[lsa-data-race] rank" kernels.cuh 
   's/bar.sync(ncclCoopCta(), cuda::memory_order_acq_rel);/\/\/ (removed)/'
 fast_broken rules vector-past-the-window "[memory-access] rank" kernels.cuh \
   's/l.vectors = (w.count - l.head) \/ FLOATS_PER_VECTOR;/l.vectors = (w.count - l.head + FLOATS_PER_VECTOR - 1) \/ FLOATS_PER_VECTOR;/'
+# The reset of the result on a second stream, with no event: unordered
+# with the kernel that writes the result and the copy that reads it
+# (stream-data-race, tests/sim/order.c).
+fast_broken rules memset-on-another-stream "[stream-data-race] rank" main.cu \
+  '0,/^    CUDACHECK(cudaMemsetAsync(d_recvbuff, 0xff, size_bytes, stream));$/s//    cudaStream_t side;\n    CUDACHECK(cudaStreamCreateWithFlags(\&side, cudaStreamNonBlocking));\n    CUDACHECK(cudaMemsetAsync(d_recvbuff, 0xff, size_bytes, side));/'
 # A head counted in bytes, not floats: at a window offset of 4 bytes the
 # first vector is not 16-byte aligned, which a GPU's float4 load faults on
 # (tests/fast/offsets.cu, built with the edited kernels.cuh).
