@@ -70,8 +70,7 @@
  * current device (0). An injection says so on stderr ("ncclsim: injected
  * failure of CALL on rank R", "ncclsim: injected hang: CALL on rank R never
  * returns").
- */
-/*
+ *
  * The simulation's files, one per API area, share this header:
  *   state.c       the process-wide state, settings, rule violations, leaks
  *   rendezvous.c  how ranks (threads or processes) meet through files
@@ -97,11 +96,9 @@
 
 #include <cuda_runtime.h>
 #include <nccl.h>
-
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
-
 #include "nonblocking.h" /* a communicator's state */
 
 #define SIM_EXIT_VIOLATION 70

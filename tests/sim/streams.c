@@ -132,8 +132,6 @@ cudaError_t cudaEventCreate(cudaEvent_t *event)
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags)
 {
-  if (injected_failure("cudaEventCreateWithFlags"))
-    return cudaErrorUnknown;
   if (flags & ~(unsigned)(cudaEventBlockingSync | cudaEventDisableTiming |
                           cudaEventInterprocess))
     return cudaErrorInvalidValue;
@@ -205,8 +203,6 @@ cudaError_t cudaEventDestroy(cudaEvent_t event)
 static cudaError_t wait_event(cudaStream_t stream, cudaEvent_t event,
                               unsigned int flags, int ptds_entry)
 {
-  if (injected_failure("cudaStreamWaitEvent"))
-    return cudaErrorUnknown;
   if (event == NULL || (flags & ~(unsigned)cudaEventWaitExternal) != 0)
     return cudaErrorInvalidValue;
   if (capturing(stream))
