@@ -193,11 +193,12 @@ typedef struct sim_devcomm {
                                    newest epoch a wait was credited with */
   struct lsa_team { int size, rank, stride; } *lane_team; /* per CTA lane:
                                    the team of its last session */
-  /* The team's kernels in lockstep (lockstep.c), in the same file: */
+  /* The team's kernels in lockstep (lockstep.c), in the same file; the
+   * turn, seed and progress are this rank's LSA team's own: */
   _Atomic int *turn;                    /* the member whose turn it is */
   _Atomic unsigned long long *seed;     /* the launch's schedule seed */
-  _Atomic unsigned long long *launched; /* [member]: its launches so far */
-  _Atomic unsigned long long *finished; /* [member]: its launches ended */
+  _Atomic unsigned long long *launched; /* [rank]: its launches so far */
+  _Atomic unsigned long long *finished; /* [rank]: its launches ended */
   /* The steps in which a thread of the team did more than look for its
    * peers: a wait for a peer times out (SIM_TIMEOUT_MS) only when this
    * stood still that long, so a slow, loaded machine is no deadlock. */

@@ -8,8 +8,8 @@
  * member drew (SIM_SEED, else the clock), and everything the ranks share
  * (barriers, windows, their clocks) changes only in turns taken in a fixed
  * order: the same seed runs the same interleaving, and says the same. The
- * turn is a word of the device communicator's file that every rank maps;
- * a rank waits for it with a futex. */
+ * turn is a word of the device communicator's file, one per LSA team,
+ * that every rank maps; a rank waits for it with a futex. */
 #include "sim.h"
 
 #include <linux/futex.h>
@@ -20,18 +20,25 @@
 #include <time.h>
 #include <unistd.h>
 
+/* The file's lockstep part: every rank's launches and ends, then a block
+ * of 64 bytes per LSA team (its turn, its seed, its progress), so that two
+ * teams of one communicator never take each other's turns. A communicator
+ * has at most as many teams as ranks. */
 size_t lockstep_bytes(int nranks)
 {
-  return 64 + 2 * (size_t)nranks * sizeof(unsigned long long);
+  return 2 * (size_t)nranks * sizeof(unsigned long long) + 64 * (size_t)nranks;
 }
 
 void lockstep_map(sim_devcomm *d, unsigned char *area)
 {
-  d->turn = (_Atomic int *)area;
-  d->seed = (_Atomic unsigned long long *)(area + 8);
-  d->launched = (_Atomic unsigned long long *)(area + 64);
-  d->finished = d->launched + d->comm->nranks;
-  d->progress = (_Atomic unsigned long long *)(area + 16);
+  const int nranks = d->comm->nranks;
+  unsigned char *team = area + 2 * (size_t)nranks * sizeof(unsigned long long) +
+                        64 * (size_t)(d->first / d->lsa_size);
+  d->launched = (_Atomic unsigned long long *)area;
+  d->finished = d->launched + nranks;
+  d->turn = (_Atomic int *)team;
+  d->seed = (_Atomic unsigned long long *)(team + 8);
+  d->progress = (_Atomic unsigned long long *)(team + 16);
 }
 
 static long ms_since(const struct timespec *start)

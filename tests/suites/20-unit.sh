@@ -90,6 +90,15 @@ if begin unit/shadow-rule; then
   want_out "test_shadow: all passed"
   end
 fi
+# Two LSA teams in one communicator take turns each among its own ranks
+# (tests/unit/test_lockstep.c).
+if begin unit/lockstep-turn-per-team; then
+  need unit/test_lockstep
+  run "$B/unit/test_lockstep"
+  want_status 0
+  want_out "test_lockstep: all passed"
+  end
+fi
 if begin unit/what-ran; then need unit/test_what_ran; run "$B/unit/test_what_ran"; want_status 0; end; fi
 if begin unit/what-ran-causes; then
   need unit/test_what_ran_causes; run "$B/unit/test_what_ran_causes"; want_status 0; end
