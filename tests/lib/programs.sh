@@ -239,7 +239,7 @@ mpi_signal_rank() {
   env "$setting" SIM_DIR="$TMPDIR" timeout -k 5 "$TIMEOUT" "${MPIRUN[@]}" "$@" >"$f.out" 2>"$f.err" &
   job=$!
   for ((i = 0; i < 100; i++)); do
-    grep -q "ncclsim: injected hang" "$f.err" && break
+    grep -qs "ncclsim: injected hang" "$f.err" && break
     sleep 0.1
   done
   # Only this job's ranks (job_ranks); mpirun's own environment has no
