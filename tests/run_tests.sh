@@ -198,6 +198,7 @@ if ! guard_stop; then
 fi
 echo "# time per suite (s): $(sort -rn "$LOG/suite-times.txt" 2>/dev/null | awk '{printf "%s%s %s", (NR > 1 ? ", " : ""), $2, $1}')"
 echo "# slowest cases (s): $(sort -rn "$LOG/case-times.txt" 2>/dev/null | head -n 20 | awk '{printf "%s%s %s", (NR > 1 ? ", " : ""), $2, $1}')"
+echo "# most CPU (s, the processes a case waited for): $(sort -rn "$LOG/case-cpu.txt" 2>/dev/null | head -n 20 | awk '{printf "%s%s %s", (NR > 1 ? ", " : ""), $2, $1}')"
 echo "# whole run: $(seconds_since "$run_start") s"
 # A whole run ran every case it listed: a suite or a cell that stopped
 # early (a shell error) must not pass by running fewer.

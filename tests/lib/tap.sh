@@ -13,9 +13,21 @@
 # so that a filtered run builds only what its cases use.
 
 passed=0 failed=0 skipped=0 number=0
+TICKS_PER_S=$(getconf CLK_TCK 2>/dev/null || echo 100)
 # TEST_PREBUILT: targets a caller built before starting this run (make
 # test-gpu runs two at once, which must not rebuild what the other runs).
 BUILT=" ${TEST_PREBUILT:-} " BUILD_FAILED=" "
+
+# The CPU time (clock ticks) of the children this shell has waited for
+# (/proc/PID/stat's cutime and cstime), in CPU_TICKS: a case's CPU is the
+# difference between its end and its start.
+children_ticks() {
+  local stat
+  read -r stat <"/proc/$BASHPID/stat" 2>/dev/null || { CPU_TICKS=0; return; }
+  local -a field
+  read -ra field <<<"${stat##*) }" # from the state on: cutime is the 14th
+  CPU_TICKS=$((field[13] + field[14]))
+}
 
 # begin NAME: starts a case; returns 1 (skip it) if TEST_FILTER excludes it.
 begin() {
@@ -27,6 +39,8 @@ begin() {
     return 1
   fi
   case_start=$EPOCHREALTIME
+  children_ticks
+  case_ticks=$CPU_TICKS
   # (tests/lib/guard.sh, where the runner has one: every process the case
   # starts carries its mark, which the guard looks for)
   if [ -n "${RUNNING:-}" ]; then
@@ -163,6 +177,9 @@ end() {
     rm -f "$mark.ended"
   fi
   echo "$(seconds_since "$case_start") $name" >>"$LOG/case-times.txt"
+  children_ticks
+  local tenths=$(((CPU_TICKS - case_ticks) * 10 / TICKS_PER_S))
+  echo "$((tenths / 10)).$((tenths % 10)) $name" >>"$LOG/case-cpu.txt"
   if [ -z "$why" ]; then
     passed=$((passed + 1))
     echo "ok $number - $name"
