@@ -167,6 +167,7 @@ background_lane() { # NAME: runs its suites in the background, TAP to LOG/NAME-l
     number=0 passed=0 failed=0 skipped=0 lane="$1 lane" total=""
     trap suite_stopped EXIT
     run_lane "$1"
+    children_ticks && echo "$ALL_TICKS" >"$LOG/$1-lane.ticks" # (tests/lib/tap.sh)
   ) >"$LOG/$1-lane.tap" 2>&1 </dev/null &
 }
 [ -n "$LIST" ] || guard_start

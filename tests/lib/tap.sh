@@ -19,14 +19,30 @@ TICKS_PER_S=$(getconf CLK_TCK 2>/dev/null || echo 100)
 BUILT=" ${TEST_PREBUILT:-} " BUILD_FAILED=" "
 
 # The CPU time (clock ticks) of the children this shell has waited for
-# (/proc/PID/stat's cutime and cstime), in CPU_TICKS: a case's CPU is the
-# difference between its end and its start.
+# (/proc/PID/stat's cutime and cstime), in CPU_TICKS, and of the shell
+# with them, in ALL_TICKS: a case's CPU is the difference of CPU_TICKS
+# between its end and its start, less the background lanes of a whole
+# run that ended meanwhile (reaped by the run's own shell, they wrote
+# their ALL_TICKS to LOG/NAME-lane.ticks as they ended).
 children_ticks() {
   local stat
-  read -r stat <"/proc/$BASHPID/stat" 2>/dev/null || { CPU_TICKS=0; return; }
+  read -r stat <"/proc/$BASHPID/stat" 2>/dev/null || { CPU_TICKS=0 ALL_TICKS=0; return; }
   local -a field
-  read -ra field <<<"${stat##*) }" # from the state on: cutime is the 14th
+  read -ra field <<<"${stat##*) }" # from the state on: utime is the 12th
   CPU_TICKS=$((field[13] + field[14]))
+  ALL_TICKS=$((field[11] + field[12] + CPU_TICKS))
+}
+declare -A LANE_TICKS_COUNTED=()
+lanes_ended_ticks() { # sets LANES_TICKS: of the lanes' files not yet counted
+  local lf t
+  LANES_TICKS=0
+  [ "$BASHPID" = "$$" ] || return 0
+  for lf in "$LOG"/*-lane.ticks; do
+    [ -f "$lf" ] && [ -z "${LANE_TICKS_COUNTED[$lf]:-}" ] || continue
+    read -r t <"$lf" || continue
+    LANE_TICKS_COUNTED[$lf]=1
+    LANES_TICKS=$((LANES_TICKS + t))
+  done
 }
 
 # begin NAME: starts a case; returns 1 (skip it) if TEST_FILTER excludes it.
@@ -178,7 +194,8 @@ end() {
   fi
   echo "$(seconds_since "$case_start") $name" >>"$LOG/case-times.txt"
   children_ticks
-  local tenths=$(((CPU_TICKS - case_ticks) * 10 / TICKS_PER_S))
+  lanes_ended_ticks
+  local tenths=$(((CPU_TICKS - case_ticks - LANES_TICKS) * 10 / TICKS_PER_S))
   echo "$((tenths / 10)).$((tenths % 10)) $name" >>"$LOG/case-cpu.txt"
   if [ -z "$why" ]; then
     passed=$((passed + 1))
