@@ -112,6 +112,20 @@ static region *region_of(const void *p)
   return NULL;
 }
 
+/* The first window that starts after p and before end, else end. */
+static const unsigned char *next_region_start(const unsigned char *p,
+                                              const unsigned char *end)
+{
+  const unsigned char *next = end;
+  const int n = __atomic_load_n(&nregions, __ATOMIC_ACQUIRE);
+  for (int i = 0; i < n; i++) {
+    const region *r = &regions[i];
+    if (r->base != NULL && r->base > p && r->base < next)
+      next = r->base;
+  }
+  return next;
+}
+
 /* ------------------------------------------------- global memory */
 
 /* Device memory of this rank outside windows that a running kernel
@@ -342,8 +356,8 @@ void hb_host_access(const void *p, size_t bytes, int writes)
       n = n < left ? n : left;
       mem_access now = {.rank = sim_rank(), .lane = HB_HOST, .writes = writes};
       check_window(rg, at, n, &now);
-    } else {
-      n = 4 - ((uintptr_t)at & 3);
+    } else { /* outside every window: on to the next one it reaches */
+      n = (size_t)(next_region_start(at, (const unsigned char *)p + bytes) - at);
     }
     done += n;
   }
