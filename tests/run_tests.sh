@@ -167,7 +167,7 @@ background_lane() { # NAME: runs its suites in the background, TAP to LOG/NAME-l
     number=0 passed=0 failed=0 skipped=0 lane="$1 lane" total=""
     trap suite_stopped EXIT
     run_lane "$1"
-    children_ticks && echo "$ALL_TICKS" >"$LOG/$1-lane.ticks" # (tests/lib/tap.sh)
+    children_ticks && echo "$ALL_TICKS" >"$LOG/lane-$BASHPID.ticks" # (tests/lib/tap.sh)
   ) >"$LOG/$1-lane.tap" 2>&1 </dev/null &
 }
 [ -n "$LIST" ] || guard_start
@@ -179,6 +179,7 @@ elif [ -z "$LIST" ] && [ -z "$FILTER" ] && [ "${TEST_LANES:-3}" = 3 ]; then
   background_lane third
   third_lane=$!
   guard_keep "$second_lane" "$third_lane"
+  LANE_PIDS="$second_lane $third_lane" # (a case's CPU: tests/lib/tap.sh)
   whole=$total lane="first lane" total=""
   run_lane first
   wait "$second_lane" "$third_lane"

@@ -21,9 +21,9 @@ BUILT=" ${TEST_PREBUILT:-} " BUILD_FAILED=" "
 # The CPU time (clock ticks) of the children this shell has waited for
 # (/proc/PID/stat's cutime and cstime), in CPU_TICKS, and of the shell
 # with them, in ALL_TICKS: a case's CPU is the difference of CPU_TICKS
-# between its end and its start, less the background lanes of a whole
-# run that ended meanwhile (reaped by the run's own shell, they wrote
-# their ALL_TICKS to LOG/NAME-lane.ticks as they ended).
+# between its end and its start, less that of the background lanes of a
+# whole run (LANE_PIDS, run_tests.sh) that the run's own shell reaped
+# meanwhile: each wrote its ALL_TICKS to LOG/lane-PID.ticks as it ended.
 children_ticks() {
   local stat
   read -r stat <"/proc/$BASHPID/stat" 2>/dev/null || { CPU_TICKS=0 ALL_TICKS=0; return; }
@@ -32,17 +32,11 @@ children_ticks() {
   CPU_TICKS=$((field[13] + field[14]))
   ALL_TICKS=$((field[11] + field[12] + CPU_TICKS))
 }
-declare -A LANE_TICKS_COUNTED=()
-lanes_ended_ticks() { # sets LANES_TICKS: of the lanes' files not yet counted
-  local lf t
-  LANES_TICKS=0
+lanes_not_reaped() { # the lanes this shell has not reaped (kill -0 finds a zombie too)
+  local pid
+  LANES_HERE=""
   [ "$BASHPID" = "$$" ] || return 0
-  for lf in "$LOG"/*-lane.ticks; do
-    [ -f "$lf" ] && [ -z "${LANE_TICKS_COUNTED[$lf]:-}" ] || continue
-    read -r t <"$lf" || continue
-    LANE_TICKS_COUNTED[$lf]=1
-    LANES_TICKS=$((LANES_TICKS + t))
-  done
+  for pid in ${LANE_PIDS:-}; do kill -0 "$pid" 2>/dev/null && LANES_HERE+=" $pid"; done
 }
 
 # begin NAME: starts a case; returns 1 (skip it) if TEST_FILTER excludes it.
@@ -57,6 +51,8 @@ begin() {
   case_start=$EPOCHREALTIME
   children_ticks
   case_ticks=$CPU_TICKS
+  lanes_not_reaped
+  case_lanes=$LANES_HERE
   # (tests/lib/guard.sh, where the runner has one: every process the case
   # starts carries its mark, which the guard looks for)
   if [ -n "${RUNNING:-}" ]; then
@@ -194,8 +190,11 @@ end() {
   fi
   echo "$(seconds_since "$case_start") $name" >>"$LOG/case-times.txt"
   children_ticks
-  lanes_ended_ticks
-  local tenths=$(((CPU_TICKS - case_ticks - LANES_TICKS) * 10 / TICKS_PER_S))
+  local pid lane_ticks=0 t
+  for pid in $case_lanes; do # reaped during the case: not its CPU
+    kill -0 "$pid" 2>/dev/null || { read -r t <"$LOG/lane-$pid.ticks" && lane_ticks=$((lane_ticks + t)); }
+  done
+  local tenths=$(((CPU_TICKS - case_ticks - lane_ticks) * 10 / TICKS_PER_S))
   echo "$((tenths / 10)).$((tenths % 10)) $name" >>"$LOG/case-cpu.txt"
   if [ -z "$why" ]; then
     passed=$((passed + 1))

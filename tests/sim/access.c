@@ -183,27 +183,6 @@ void hb_kernel_memory_done(void)
 
 /* ------------------------------------------------------- the checks */
 
-/* An access of a kernel emitted as one aligned load or store of `bytes`
- * (a float4 is 16) at an address that is not a multiple of it: on a GPU
- * the instruction faults ("misaligned address", cudaErrorMisalignedAddress),
- * where the host that simulates it does not. */
-static _Noreturn void misaligned(const void *p, size_t bytes, int how,
-                                 void *pc)
-{
-  char line[160], place[320];
-  line_of(exe_offset(pc), line, sizeof line);
-  fflush(stdout);
-  fprintf(stderr,
-          "ncclsim: RULE VIOLATION [misaligned-access] rank %d in %s: a"
-          " %zu-byte %s at %p%s%s, an address that is not a multiple of %zu:"
-          " a GPU's %zu-byte instruction faults there (misaligned address);"
-          " move the elements before the first aligned one one at a time\n",
-          current_kernel_rank(), current_place(place, sizeof place), bytes,
-          how & HB_WRITE ? "store" : "load", p, line[0] ? ", " : "", line,
-          bytes, bytes);
-  _exit(SIM_EXIT_VIOLATION);
-}
-
 /* A kernel's access that runs past the end of a window, wherever it
  * starts (lsa_windows.c says it): NCCL maps a peer's window with its
  * registered size. A rank's own buffer past its window but inside its

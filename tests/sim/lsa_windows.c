@@ -8,7 +8,9 @@
  *  - device-communicator: a multicast pointer or barrier the device
  *    communicator never asked for (lsaMultimem);
  *  - memory-access: an access running past a window's end (access.c
- *    finds it). */
+ *    finds it);
+ *  - misaligned-access: an aligned load or store at an address that is
+ *    not a multiple of its size (access.c finds it). */
 #include "sim.h"
 
 #include "ncclsim_device.h"
@@ -268,4 +270,24 @@ const char *window_deregistered(const void *win, char *buf, size_t len)
   snprintf(buf, len, "by rank %d's ncclCommWindowDeregister%s%s", d->rank,
            line[0] ? " at " : "", line);
   return buf;
+}
+
+/* An access of a kernel emitted as one aligned load or store of `bytes`
+ * (a float4 is 16) at an address that is not a multiple of it: on a GPU
+ * the instruction faults ("misaligned address", cudaErrorMisalignedAddress),
+ * where the host that simulates it does not. */
+_Noreturn void misaligned(const void *p, size_t bytes, int how, void *pc)
+{
+  char line[160], place[320];
+  line_of(exe_offset(pc), line, sizeof line);
+  fflush(stdout);
+  fprintf(stderr,
+          "ncclsim: RULE VIOLATION [misaligned-access] rank %d in %s: a"
+          " %zu-byte %s at %p%s%s, an address that is not a multiple of %zu:"
+          " a GPU's %zu-byte instruction faults there (misaligned address);"
+          " move the elements before the first aligned one one at a time\n",
+          current_kernel_rank(), current_place(place, sizeof place), bytes,
+          how & HB_WRITE ? "store" : "load", p, line[0] ? ", " : "", line,
+          bytes, bytes);
+  _exit(SIM_EXIT_VIOLATION);
 }

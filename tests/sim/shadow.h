@@ -81,6 +81,8 @@ void memory_race(const char *dir, struct hb_domain *d, int owner,
 _Noreturn void past_window_end(const char *dir, int owner, size_t window,
                                int past_allocation, size_t at, size_t bytes,
                                int how, const mem_access *a);
+/* A kernel's aligned access of `bytes` at p, not a multiple of it. */
+_Noreturn void misaligned(const void *p, size_t bytes, int how, void *pc);
 
 /* fences.c: the calling thread's access to window or global memory; a
  * note on a fence of too narrow a scope for a race, or "". */
