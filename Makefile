@@ -1,7 +1,7 @@
 # Top-level Makefile: builds each example in its own directory and leaves the
 # programs runnable here (./allreduce_sm, ./allgather_ce).
 #   make [01_allreduce|02_allgather|03_allreduce_lsa|04_allreduce_fast|all] [MPI=1] [NCCL_HOME=..] [CUDA_HOME=..]
-#   make test | test-gpu | test-kernels | test-properties | test-faults | test-nccl-matrix | test-without-mpi | test-under-load | test-slurm | test-no-cuda | test-mutants | test-coverage | run-examples [NP=2] | clean | install [PREFIX=..] [DESTDIR=..] | help
+#   make test | test-gpu | test-kernels | test-facts | test-properties | test-faults | test-nccl-matrix | test-without-mpi | test-under-load | test-slurm | test-no-cuda | test-mutants | test-coverage | run-examples [NP=2] | clean | install [PREFIX=..] [DESTDIR=..] | help
 # Variables given on the command line reach the example Makefiles as well.
 
 EXAMPLES := 01_allreduce 02_allgather
@@ -11,7 +11,7 @@ PROGRAM_02_allgather := allgather_ce
 PROGRAM_03_allreduce_lsa := allreduce_lsa
 PROGRAM_04_allreduce_fast := allreduce_fast
 
-.PHONY: all $(EXAMPLES) 03_allreduce_lsa 04_allreduce_fast test test-gpu test-kernels test-properties test-faults test-nccl-matrix test-without-mpi test-mutants test-under-load test-slurm test-no-cuda test-coverage run-examples clean install help
+.PHONY: all $(EXAMPLES) 03_allreduce_lsa 04_allreduce_fast test test-gpu test-kernels test-facts test-properties test-faults test-nccl-matrix test-without-mpi test-mutants test-under-load test-slurm test-no-cuda test-coverage run-examples clean install help
 all: $(EXAMPLES)
 
 $(EXAMPLES) 03_allreduce_lsa 04_allreduce_fast:
@@ -29,6 +29,12 @@ test-faults:
 # and MPI, seeds 1 to 20 (tests/suites/42-kernels.sh; make test runs a few).
 test-kernels:
 	KERNEL_MATRIX=full TEST_RUN_LIMIT=$${TEST_RUN_LIMIT:-3600} TEST_SUITE=kernels bash tests/run_tests.sh
+
+# The simulation against every record of docs/facts, those of 4 ranks and
+# of other machines too (tests/suites/64-facts.sh; make test checks those
+# of 1 and 2 ranks).
+test-facts:
+	FACTS_MATRIX=full TEST_SUITE=facts bash tests/run_tests.sh
 
 # The device API lessons at 1 to 8 ranks and counts of every remainder
 # modulo 4 and the rank count, against the oracle
@@ -102,6 +108,7 @@ help:
 	@echo "make test            run the test suite (no GPU needed; about 5 minutes on 2 cores)"
 	@echo "make test-gpu        what needs a GPU: the GPU cases, compute-sanitizer, the docs' GPU blocks, PyTorch where it is (NCCL_HOME=dir for allreduce_lsa)"
 	@echo "make test-kernels    kernels on the simulated GPU's memory at 2-8 ranks, 20 seeds (no GPU needed; half an hour)"
+	@echo "make test-facts      the simulation against every record of docs/facts, 4 ranks and other machines too (no GPU needed; a minute)"
 	@echo "make test-properties the device API lessons at 1-8 ranks, counts of every remainder mod 4 and ranks (no GPU needed; minutes)"
 	@echo "make test-faults     the whole fault matrix (no GPU needed; minutes)"
 	@echo "make test-nccl-matrix  the programs against the oldest and newest NCCL wheels (downloads them with NCCL_MATRIX_DOWNLOAD=1)"

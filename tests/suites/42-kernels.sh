@@ -100,10 +100,11 @@ NOT_ACQUIRED="this side did not acquire it"
 NOT_RELEASED="the other side released nothing after it"
 SHARED="while CTA"
 # make test runs the lesson's kernel and the two-shot pair at both of
-# KERNEL_RUNS, every other kernel once (a wrong one at 2 ranks as threads,
-# a correct one at 4 as MPI processes); make test-kernels all of them.
+# KERNEL_RUNS (threads and MPI processes), every other kernel once (a
+# wrong one at 2 ranks, a correct one at 4, as threads); make
+# test-kernels all of them.
 [ "${KERNEL_MATRIX:-}" = full ] && ONCE_WRONG="" ONCE_RIGHT="" ONLY_FULL="" ||
-  ONCE_WRONG="threads:2:1" ONCE_RIGHT="mpi:4:2" ONLY_FULL=none
+  ONCE_WRONG="threads:2:1" ONCE_RIGHT="threads:4:2" ONLY_FULL=none
 kernel_cases correct lesson - ""
 kernel_cases correct two-shot two-shot.cu ""
 RUNS=$ONCE_RIGHT kernel_cases correct stores-then-read stores-then-read.cu ""
@@ -123,8 +124,8 @@ RUNS=$ONCE_WRONG kernel_cases wrong half-the-barriers - 's/devComm.lsaBarrier, b
 
 # GPU threads that interleave, CTA barriers by call site, atomics by
 # scope, fences by scope (tests/sim/shadow.c, sites.c, fences.c). make
-# test runs each once (a wrong one at 2 ranks as threads, a correct one at
-# 4 as MPI processes); make test-kernels all of KERNEL_RUNS. Each expected
+# test runs each once (a wrong one at 2 ranks, a correct one at 4, as
+# threads); make test-kernels all of KERNEL_RUNS. Each expected
 # text is what the definition says is missing: a store never released (an
 # acquire-only barrier after it, NCCL's releaseOrderOf(acquire) is
 # relaxed); two threads of a CTA at one += with no CTA barrier between;
