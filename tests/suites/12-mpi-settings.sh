@@ -4,7 +4,7 @@
 # cases, naming the check's error and the setting; a harmless one changes
 # nothing; TEST_MPI=1 runs them anyway.
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
-# Lane: second (tests/run_tests.sh runs the lanes of a whole run at once)
+# Lane: third (tests/run_tests.sh runs the lanes of a whole run at once)
 
 # nested_suite NAME VAR=VALUE...: runs two cases of the suite (the same
 # program in both modes) with those settings, logs of its own.

@@ -30,9 +30,10 @@ fi
 
 # kernel_program NAME SOURCE SED: the lesson's main.cu with its kernel
 # replaced by tests/kernels/SOURCE ("-": the lesson's own), then SED
-# applied; built once per run for threads and for MPI into $KP/NAME.
+# applied; built once into $KP/pthread (threads), and into $KP/mpi when a
+# run first needs it.
 kernel_program() {
-  local name=$1 source=$2 edit=$3 dir=$B/kernels/$1 mode objs inputs
+  local name=$1 source=$2 edit=$3 dir=$B/kernels/$1 inputs
   KP=$dir
   mkdir -p "$dir"
   if [ "$source" = - ]; then
@@ -48,21 +49,27 @@ kernel_program() {
   inputs=$(cat "$dir/main.cu" "$ROOT"/tests/sim/compile_cu.sh "$ROOT"/tests/sim/include/* \
     "$B/lsa-pthread/sim.o" $(find "$B"/lsa-*/obj -name '*.o' ! -name main.o | sort) 2>/dev/null | cksum)
   [ "$(cat "$dir/built" 2>/dev/null)" = "$inputs" ] && return 0
-  rm -f "$dir/built"
+  rm -f "$dir/built" "$dir/mpi"
   { "$ROOT/tests/sim/compile_cu.sh" g++ -I"$ROOT/common/include" -I"$LSA_NCCL_HOME/include" \
       -DCUDA_API_PER_THREAD_DEFAULT_STREAM=1 -idirafter "${CUDA_HOME:-/usr/local/cuda}/include" \
       -D_GNU_SOURCE -O0 -g -c -o "$dir/main.o" "$dir/main.cu" &&
-    for mode in pthread $([ $HAVE_MPI = 1 ] && echo mpi); do
-      objs=$(find "$B/lsa-$mode/obj/$mode" -name '*.o' ! -name main.o | sort)
-      $([ $mode = mpi ] && echo mpicc || echo cc) -o "$dir/$mode" "$dir/main.o" $objs \
-        "$B/lsa-pthread/sim.o" -Wl,--wrap=set_error_rank -lstdc++ -pthread -lm || exit
-    done; } >"$dir/build.log" 2>&1 && echo "$inputs" >"$dir/built"
+    kernel_link pthread "$dir"; } >"$dir/build.log" 2>&1 && echo "$inputs" >"$dir/built"
+}
+
+# kernel_link MODE DIR: DIR/main.o linked for MODE (pthread, mpi) into
+# DIR/MODE. The MPI program is linked when a run first needs it.
+kernel_link() {
+  local objs
+  objs=$(find "$B/lsa-$1/obj/$1" -name '*.o' ! -name main.o | sort)
+  $([ "$1" = mpi ] && echo mpicc || echo cc) -o "$2/$1" "$2/main.o" $objs \
+    "$B/lsa-pthread/sim.o" -Wl,--wrap=set_error_rank -lstdc++ -pthread -lm
 }
 
 # kernel_run MODE RANKS SEED: runs $KP's program; sets $status.
 kernel_run() {
   local mode=$1 n=$2 seed=$3
   if [ "$mode" = mpi ]; then
+    [ -e "$KP/mpi" ] || kernel_link mpi "$KP" >>"$KP/build.log" 2>&1 || why+="it did not link for MPI (see $KP/build.log); "
     SIM_SEED=$seed SIM_DIR=$TMPDIR SIM_DEVICES=$n run "${MPIRUN[@]}" -np "$n" "$KP/mpi" -n "${KERNEL_COUNT:-$SMALL}"
   else
     SIM_SEED=$seed SIM_DIR=$TMPDIR SIM_DEVICES=$n NTHREADS=$n run "$KP/pthread" -n "${KERNEL_COUNT:-$SMALL}"
