@@ -19,11 +19,19 @@
  *    it (cta-barrier, ctas.c).
  * A CTA whose threads wait at a CTA barrier that one of them left by
  * ending is a rule violation (the GPU would hang). An access past the end
- * of an ncclMemAlloc buffer (its guard page) is named, with its place. */
+ * of an ncclMemAlloc buffer (its guard page) is named, with its place.
+ *
+ * A thread starts on its own stack with setcontext; from then on the
+ * switches between it and the scheduler are _setjmp and _longjmp, which
+ * leave the signal mask alone (swapcontext's system call, at every switch,
+ * took most of a kernel's time). glibc's _FORTIFY_SOURCE check refuses a
+ * longjmp to another stack: it is off in this file. */
+#undef _FORTIFY_SOURCE
 #include "sim.h"
 
 #include "ncclsim_device.h"
 
+#include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,7 +108,8 @@ int cta_leader(void)
 
 void to_scheduler(fiber *f)
 {
-  swapcontext(&f->context, &running->scheduler);
+  if (_setjmp(f->jump) == 0)
+    _longjmp(running->scheduler_jump, 1);
 }
 
 void spin_yield(void)
@@ -147,7 +156,8 @@ static void fiber_main(void)
   fiber *f = g->current;
   g->k->thread(g->k->args);
   f->state = FIBER_DONE;
-} /* returns to the scheduler (uc_link) */
+  _longjmp(running->scheduler_jump, 1); /* never returns */
+}
 
 /* GPU thread t of CTA c, ready to start (its own function: getcontext
  * returns twice, as setjmp does, so no caller's locals live across it). */
@@ -159,12 +169,44 @@ static __attribute__((noinline)) fiber *new_fiber(grid_run *g, cta *c,
   f->cta = c;
   f->linear = t;
   f->idx = (uint3){t % b.x, t / b.x % b.y, t / (b.x * b.y)};
+  f->started = 0;
   getcontext(&f->context);
   f->context.uc_stack.ss_sp = c->stacks + (size_t)t * STACK_BYTES;
   f->context.uc_stack.ss_size = STACK_BYTES;
-  f->context.uc_link = &g->scheduler;
+  f->context.uc_link = NULL; /* fiber_main jumps back, never returns */
   makecontext(&f->context, fiber_main, 0);
   return f;
+}
+
+/* The stacks of a CTA's threads, kept for the next CTA of this host
+ * thread rather than unmapped: mapping fresh ones for every CTA faulted
+ * in every page again (a grid sized to the GPU, launched in a loop, took
+ * seconds of system time). A reused stack holds what the last thread left
+ * there, as a GPU's local memory does. */
+#define KEPT_STACKS 256
+static _Thread_local unsigned char *kept[KEPT_STACKS];
+static _Thread_local size_t kept_bytes[KEPT_STACKS];
+static _Thread_local int nkept;
+
+static unsigned char *take_stacks(size_t bytes)
+{
+  for (int i = nkept - 1; i >= 0; i--)
+    if (kept_bytes[i] == bytes) {
+      unsigned char *p = kept[i];
+      kept[i] = kept[--nkept], kept_bytes[i] = kept_bytes[nkept];
+      return p;
+    }
+  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+static void keep_stacks(unsigned char *p, size_t bytes)
+{
+  if (nkept < KEPT_STACKS)
+    kept[nkept] = p, kept_bytes[nkept++] = bytes;
+  else
+    munmap(p, bytes);
 }
 
 static void admit(grid_run *g, lockstep *ls)
@@ -174,10 +216,8 @@ static void admit(grid_run *g, lockstep *ls)
     cta *c = &g->ctas[g->pending[i]];
     g->pending[i] = g->pending[--g->npending];
     c->threads = calloc(g->nthreads, sizeof *c->threads);
-    c->stacks = mmap(NULL, (size_t)g->nthreads * STACK_BYTES,
-                     PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (c->threads == NULL || c->stacks == MAP_FAILED) {
+    c->stacks = take_stacks((size_t)g->nthreads * STACK_BYTES);
+    if (c->threads == NULL || c->stacks == NULL) {
       fprintf(stderr, "ncclsim: out of memory for the threads of a CTA\n");
       _exit(SIM_EXIT_VIOLATION);
     }
@@ -202,7 +242,7 @@ static void thread_ended(grid_run *g, fiber *f)
   if (++c->done < g->nthreads)
     return;
   cta_release(c);
-  munmap(c->stacks, (size_t)g->nthreads * STACK_BYTES);
+  keep_stacks(c->stacks, (size_t)g->nthreads * STACK_BYTES);
   free(c->threads);
   c->threads = NULL;
   g->resident--;
@@ -244,7 +284,12 @@ static void schedule(grid_run *g, lockstep *ls)
     g->ready[i] = g->ready[--g->nready];
     f->state = FIBER_READY;
     g->current = f;
-    swapcontext(&g->scheduler, &f->context);
+    if (_setjmp(g->scheduler_jump) == 0) { /* back here at its next wait */
+      if (f->started)
+        _longjmp(f->jump, 1);
+      f->started = 1;
+      setcontext(&f->context);
+    }
     g->current = NULL;
     steps++;
     if (step_us > 0 && (owed_us += step_us) >= 1000) {

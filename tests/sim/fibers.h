@@ -4,6 +4,7 @@
 #ifndef NCCLSIM_FIBERS_H
 #define NCCLSIM_FIBERS_H
 
+#include <setjmp.h>
 #include <ucontext.h>
 
 #define STACK_BYTES (64 * 1024)
@@ -14,7 +15,9 @@ enum fiber_state { FIBER_READY, FIBER_AT_SYNC, FIBER_AT_WARP_SYNC,
 
 typedef struct cta cta;
 typedef struct fiber {
-  ucontext_t context;
+  ucontext_t context; /* where it starts (fibers.c) */
+  jmp_buf jump;       /* where it goes on from its last switch */
+  int started;
   cta *cta;
   uint3 idx;
   unsigned linear; /* its thread index in the CTA */
@@ -72,7 +75,7 @@ typedef struct grid_run {
   fiber **ready, **spinning;
   size_t nready, nspinning;
   unsigned long long seed, rng;
-  ucontext_t scheduler;
+  jmp_buf scheduler_jump; /* where the scheduler takes the CPU back */
   fiber *current;
 } grid_run;
 
