@@ -192,7 +192,7 @@ end() {
   children_ticks
   local pid lane_ticks=0 t
   for pid in $case_lanes; do # reaped during the case: not its CPU
-    kill -0 "$pid" 2>/dev/null || { read -r t <"$LOG/lane-$pid.ticks" && lane_ticks=$((lane_ticks + t)); }
+    kill -0 "$pid" 2>/dev/null || { read -r t 2>/dev/null <"$LOG/lane-$pid.ticks" && lane_ticks=$((lane_ticks + t)); }
   done
   local tenths=$(((CPU_TICKS - case_ticks - lane_ticks) * 10 / TICKS_PER_S))
   echo "$((tenths / 10)).$((tenths % 10)) $name" >>"$LOG/case-cpu.txt"
