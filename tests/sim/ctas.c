@@ -14,7 +14,8 @@
  *    all: a warp operation on part of a warp is not simulated here), and a
  *    warp barrier that a thread of the warp left by ending is a rule
  *    violation, as a CTA barrier is; a warp barrier orders what the
- *    warp's threads did before it (their wphase). */
+ *    warp's threads did before it (their wphase);
+ *  - stacks: its threads' stacks, kept for the next CTA when it ends. */
 #include "sim.h"
 
 #include "ncclsim_device.h"
@@ -22,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "fibers.h"
@@ -272,3 +274,33 @@ unsigned ncclsim_warp_ballot(unsigned mask, int predicate)
 
 unsigned ncclsim_lane_id(void) { return me("a lane id")->linear % WARP; }
 
+/* The stacks of a CTA's threads, kept for the next CTA of this host
+ * thread rather than unmapped: mapping fresh ones for every CTA faulted
+ * in every page again (a grid sized to the GPU, launched in a loop, took
+ * seconds of system time). A reused stack holds what the last thread left
+ * there, as a GPU's local memory does. */
+#define KEPT_STACKS 256
+static _Thread_local unsigned char *kept[KEPT_STACKS];
+static _Thread_local size_t kept_bytes[KEPT_STACKS];
+static _Thread_local int nkept;
+
+unsigned char *take_stacks(size_t bytes)
+{
+  for (int i = nkept - 1; i >= 0; i--)
+    if (kept_bytes[i] == bytes) {
+      unsigned char *p = kept[i];
+      kept[i] = kept[--nkept], kept_bytes[i] = kept_bytes[nkept];
+      return p;
+    }
+  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+void keep_stacks(unsigned char *p, size_t bytes)
+{
+  if (nkept < KEPT_STACKS)
+    kept[nkept] = p, kept_bytes[nkept++] = bytes;
+  else
+    munmap(p, bytes);
+}

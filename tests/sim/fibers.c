@@ -36,7 +36,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -176,37 +175,6 @@ static __attribute__((noinline)) fiber *new_fiber(grid_run *g, cta *c,
   f->context.uc_link = NULL; /* fiber_main jumps back, never returns */
   makecontext(&f->context, fiber_main, 0);
   return f;
-}
-
-/* The stacks of a CTA's threads, kept for the next CTA of this host
- * thread rather than unmapped: mapping fresh ones for every CTA faulted
- * in every page again (a grid sized to the GPU, launched in a loop, took
- * seconds of system time). A reused stack holds what the last thread left
- * there, as a GPU's local memory does. */
-#define KEPT_STACKS 256
-static _Thread_local unsigned char *kept[KEPT_STACKS];
-static _Thread_local size_t kept_bytes[KEPT_STACKS];
-static _Thread_local int nkept;
-
-static unsigned char *take_stacks(size_t bytes)
-{
-  for (int i = nkept - 1; i >= 0; i--)
-    if (kept_bytes[i] == bytes) {
-      unsigned char *p = kept[i];
-      kept[i] = kept[--nkept], kept_bytes[i] = kept_bytes[nkept];
-      return p;
-    }
-  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  return p == MAP_FAILED ? NULL : p;
-}
-
-static void keep_stacks(unsigned char *p, size_t bytes)
-{
-  if (nkept < KEPT_STACKS)
-    kept[nkept] = p, kept_bytes[nkept++] = bytes;
-  else
-    munmap(p, bytes);
 }
 
 static void admit(grid_run *g, lockstep *ls)

@@ -88,6 +88,10 @@ extern _Thread_local grid_run *running;
 fiber *me(const char *what);
 /* The fiber gives the CPU back to its scheduler. */
 void to_scheduler(fiber *f);
+/* ctas.c: the stacks of a CTA's threads (bytes of them), mapped or kept
+ * from an earlier CTA (NULL: no memory), and kept when it ends. */
+unsigned char *take_stacks(size_t bytes);
+void keep_stacks(unsigned char *p, size_t bytes);
 /* ctas.c: a CTA's __shared__ memory and warps, when it ends. */
 void cta_release(cta *c);
 /* A CTA barrier that `ended` threads of the CTA left by ending while
