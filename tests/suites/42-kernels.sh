@@ -28,13 +28,11 @@ else
   KERNEL_RUNS="threads:2:1 mpi:4:2"
 fi
 
-# kernel_program NAME SOURCE SED: the lesson's main.cu with its kernel
-# replaced by tests/kernels/SOURCE ("-": the lesson's own), then SED
-# applied; built once into $KP/pthread (threads), and into $KP/mpi when a
-# run first needs it.
-kernel_program() {
-  local name=$1 source=$2 edit=$3 dir=$B/kernels/$1 inputs
-  KP=$dir
+# kernel_source DIR SOURCE SED: DIR/main.cu, the lesson's main.cu with its
+# kernel replaced by tests/kernels/SOURCE ("-": the lesson's own), then SED
+# applied.
+kernel_source() {
+  local dir=$1 source=$2 edit=$3
   mkdir -p "$dir"
   if [ "$source" = - ]; then
     cp "$ROOT/03_allreduce_lsa/c/main.cu" "$dir/main.cu"
@@ -44,7 +42,15 @@ kernel_program() {
        s/__global__ void simpleAllReduceKernel\(.*?\n\}\n/$kernel/s' \
       "$ROOT/03_allreduce_lsa/c/main.cu" >"$dir/main.cu"
   fi
-  [ -n "$edit" ] && sed -i "$edit" "$dir/main.cu"
+  if [ -n "$edit" ]; then sed -i "$edit" "$dir/main.cu"; fi
+}
+
+# kernel_program NAME SOURCE SED: kernel_source's main.cu, built once into
+# $KP/pthread (threads), and into $KP/mpi when a run first needs it.
+kernel_program() {
+  local name=$1 source=$2 edit=$3 dir=$B/kernels/$1 inputs
+  KP=$dir
+  kernel_source "$dir" "$source" "$edit"
   # Built again when the program or the simulation changed.
   inputs=$(cat "$dir/main.cu" "$ROOT"/tests/sim/compile_cu.sh "$ROOT"/tests/sim/include/* \
     "$B/lsa-pthread/sim.o" $(find "$B"/lsa-*/obj -name '*.o' ! -name main.o | sort) 2>/dev/null | cksum)
@@ -82,6 +88,11 @@ kernel_run() {
 # default $SMALL).
 kernel_cases() {
   local kind=$1 kname=$2 source=$3 edit=$4 rule=${5:-} text=${6:-} r mode n seed c
+  if [ -n "${KERNEL_EXPORT:-}" ]; then # (tests/kernels/export.sh)
+    kernel_source "$KERNEL_EXPORT/$kname" "$source" "$edit" &&
+      printf 'kind %s\nrule %s\ncount %s\n' "$kind" "${rule:-none}" "${KERNEL_COUNT:-$SMALL}" >"$KERNEL_EXPORT/$kname/case"
+    return
+  fi
   for r in ${RUNS:-$KERNEL_RUNS}; do
     [ "$r" != none ] || continue # (RUNS=none: not in this run)
     IFS=: read -r mode n seed <<<"$r"
