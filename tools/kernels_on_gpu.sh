@@ -11,10 +11,12 @@
 # simulation says of it (correct, or the rule it
 # names). docs/checks/ keeps such records.
 #   NCCL_HOME=dir [CUDA_ARCH=90] [RUNS=5] [RANKS="2 4"] [LIMIT=30] [JOBS=4]
-#     tools/kernels_on_gpu.sh DIR [NAME...]
+#     [PHASE=build|run|summary] tools/kernels_on_gpu.sh DIR [NAME...]
 # DIR gets src/NAME/ (each case's main.cu and what the suite expects of
 # it), build/, runs/ and summary.txt, one line per kernel and rank count.
-# NAMEs: only those kernel cases (default: all).
+# NAMEs: only those kernel cases (default: all). PHASE=build stops after
+# the builds, PHASE=run runs what an earlier PHASE=build built, and
+# PHASE=summary writes the summary of the runs made so far.
 # Exit status: 0 when every kernel built and ran; 1 when one did not build;
 # 2 with bad arguments, without NCCL_HOME or without a GPU.
 set -u
@@ -67,9 +69,12 @@ build_one() {
 }
 export -f build_one
 export out NCCL_HOME arch ROOT
-printf '%s\n' "${names[@]}" | xargs -P "${JOBS_BUILD:-$(nproc)}" -I{} bash -c 'build_one {} || echo "{}: did not build (see $out/build/{}/build.log)"' |
-  tee "$out/build-failures.txt"
+if [ "${PHASE:-all}" = all ] || [ "${PHASE:-all}" = build ]; then
+  printf '%s\n' "${names[@]}" | xargs -P "${JOBS_BUILD:-$(nproc)}" -I{} bash -c 'build_one {} || echo "{}: did not build (see $out/build/{}/build.log)"' |
+    tee "$out/build-failures.txt"
+fi
 built_all=$([ -s "$out/build-failures.txt" ] && echo 1 || echo 0)
+[ "${PHASE:-all}" = build ] && exit "$built_all"
 
 # 3. Runs. One line per run in runs/NAME-RANKS.txt: the exit status and the
 # program's verification line (or its last line); the summary counts them.
@@ -94,7 +99,7 @@ run_one() { # NAME
 }
 export -f run_one
 export RUNS RANKS LIMIT 2>/dev/null
-printf '%s\n' "${names[@]}" | xargs -P "${JOBS:-4}" -I{} bash -c 'run_one {}'
+[ "${PHASE:-all}" = summary ] || printf '%s\n' "${names[@]}" | xargs -P "${JOBS:-4}" -I{} bash -c 'run_one {}'
 
 # 4. The summary: per kernel and rank count, what the suite expects and
 # what the runs did.
@@ -108,6 +113,7 @@ printf '%s\n' "${names[@]}" | xargs -P "${JOBS:-4}" -I{} bash -c 'run_one {}'
     if [ ! -x "$out/build/$n/program" ]; then echo "$n | $expects | - | did not build"; continue; fi
     for r in ${RANKS:-2 4}; do
       f=$out/runs/$n-$r.txt
+      [ -s "$f" ] || { echo "$n | $expects | $r | not run"; continue; }
       ok=$(grep -c '^0 Results verified correctly' "$f")
       wrong=$(grep -c 'Results verification failed' "$f")
       hung=$(grep -Ec '^(124|137) ' "$f")
