@@ -29,18 +29,51 @@
 #define HIDDEN_OTHER_WARP 1u /* a reader of another warp than the kept one */
 #define HIDDEN_SAME_WARP 2u  /* ... of its warp, between the same barriers */
 
+#define CHUNK_LOG2 10 /* words per touched flag: 1024 (4 KiB of memory) */
+
+static size_t chunks_of(size_t words)
+{
+  return (words + (1u << CHUNK_LOG2) - 1) >> CHUNK_LOG2;
+}
+
 size_t shadow_bytes(size_t words, int slots)
 {
-  return words * (sizeof(uint64_t) + sizeof(uint32_t)) * (size_t)(1 + slots);
+  return (words * (sizeof(uint64_t) + sizeof(uint32_t)) + chunks_of(words)) *
+         (size_t)(1 + slots);
 }
 
 shadow shadow_at(void *memory, size_t words, int slots)
 {
   uint64_t *w = memory;
-  shadow s = {.writes = w, .reads = w + words, .words = words, .slots = slots};
+  shadow s = {.writes = w, .reads = w + words, .words = words,
+              .chunks = chunks_of(words), .slots = slots};
   s.wsites = (uint32_t *)(s.reads + words * (size_t)slots);
   s.rsites = s.wsites + words;
+  s.touched = (uint8_t *)(s.rsites + words * (size_t)slots);
   return s;
+}
+
+/* Row 0: the writes; row 1 + k: the readers of slot k. */
+static uint8_t *touched_flag(const shadow *s, int row, size_t w)
+{
+  return &s->touched[(size_t)row * s->chunks + (w >> CHUNK_LOG2)];
+}
+
+/* An entry of row `row`: 0 (nothing recorded) while its chunk's flag is
+ * clear, without reading the entry's page. */
+static uint64_t load_entry(const shadow *s, int row, const uint64_t *entry, size_t w)
+{
+  if (!__atomic_load_n(touched_flag(s, row, w), __ATOMIC_ACQUIRE))
+    return 0;
+  return __atomic_load_n(entry, __ATOMIC_ACQUIRE);
+}
+
+/* Before an entry of row `row` is stored. */
+static void touch(shadow *s, int row, size_t w)
+{
+  uint8_t *f = touched_flag(s, row, w);
+  if (!__atomic_load_n(f, __ATOMIC_RELAXED))
+    __atomic_store_n(f, 1, __ATOMIC_RELEASE);
 }
 
 _Static_assert(HB_HOST < 2048, "a unit's lane fits its 11 bits");
@@ -129,7 +162,7 @@ static void record_read(shadow *s, size_t w, const mem_access *now, const order 
   mem_access r0 = {0};
   for (int k = slot0; k < slot0 + nslots; k++) {
     const size_t at = (size_t)k * s->words + w;
-    const uint64_t st = __atomic_load_n(&s->reads[at], __ATOMIC_ACQUIRE);
+    const uint64_t st = load_entry(s, 1 + k, &s->reads[at], w);
     if (!(st & S_SET)) {
       if (target < 0)
         target = k;
@@ -141,6 +174,7 @@ static void record_read(shadow *s, size_t w, const mem_access *now, const order 
     if (ordered(&r, now, o)) {
       mem_access mine = *now;
       mine.hidden = hidden_unordered(&r, now, o);
+      touch(s, 1 + k, w);
       s->rsites[at] = encode_site(&mine);
       __atomic_store_n(&s->reads[at], encode(&mine), __ATOMIC_RELEASE);
       return;
@@ -148,6 +182,7 @@ static void record_read(shadow *s, size_t w, const mem_access *now, const order 
   }
   const size_t at = (size_t)(target >= 0 ? target : slot0) * s->words + w;
   if (target >= 0) {
+    touch(s, 1 + target, w);
     s->rsites[at] = encode_site(now);
     __atomic_store_n(&s->reads[at], encode(now), __ATOMIC_RELEASE);
   } else if (now->scope == SCOPE_NONE && same_unit(&r0, now)) {
@@ -155,6 +190,7 @@ static void record_read(shadow *s, size_t w, const mem_access *now, const order 
      * keeps it as a bit (an atomic reader is dropped: it conflicts with
      * fewer accesses than the bit would stand for). */
     r0.hidden |= same_warp(&r0, now) ? HIDDEN_SAME_WARP : HIDDEN_OTHER_WARP;
+    touch(s, 1 + slot0, w);
     __atomic_store_n(&s->reads[at], encode(&r0), __ATOMIC_RELEASE);
   }
 }
@@ -162,7 +198,7 @@ static void record_read(shadow *s, size_t w, const mem_access *now, const order 
 int shadow_check(shadow *s, size_t w, const mem_access *now, const order *o,
                  int slot0, int nslots, mem_access *other, int *scope_only)
 {
-  const uint64_t ws = __atomic_load_n(&s->writes[w], __ATOMIC_ACQUIRE);
+  const uint64_t ws = load_entry(s, 0, &s->writes[w], w);
   *scope_only = 0;
   if (ws & S_SET) {
     const mem_access prev = decode(ws, s->wsites[w], 1);
@@ -178,7 +214,7 @@ int shadow_check(shadow *s, size_t w, const mem_access *now, const order *o,
   }
   for (int k = 0; k < s->slots; k++) {
     const size_t at = (size_t)k * s->words + w;
-    const uint64_t rs = __atomic_load_n(&s->reads[at], __ATOMIC_ACQUIRE);
+    const uint64_t rs = load_entry(s, 1 + k, &s->reads[at], w);
     if (!(rs & S_SET))
       continue;
     const mem_access r = decode(rs, s->rsites[at], 0);
@@ -196,6 +232,7 @@ int shadow_check(shadow *s, size_t w, const mem_access *now, const order *o,
       return 1;
     }
   }
+  touch(s, 0, w);
   s->wsites[w] = encode_site(now);
   __atomic_store_n(&s->writes[w], encode(now), __ATOMIC_RELEASE);
   return 0;

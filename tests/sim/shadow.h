@@ -29,11 +29,17 @@ typedef struct mem_access {
   uint32_t site;   /* an offset in the executable (sites.c) */
 } mem_access;
 
-/* A shadow: per 4-byte word, its last write and `slots` readers. */
+/* A shadow: per 4-byte word, its last write and `slots` readers; and per
+ * 1024 words, whether anything was recorded there at all, for the writes
+ * and for each slot of readers (touched: [1 + slot][chunk], the writes'
+ * row first). An entry is stored only after its chunk's flag, so a clear
+ * flag says the whole chunk holds nothing, and a check need not read (and
+ * so fault in) the shadow's pages that nothing wrote. */
 typedef struct shadow {
   uint64_t *writes, *reads; /* reads: [slot][word] */
   uint32_t *wsites, *rsites;
-  size_t words;
+  uint8_t *touched;
+  size_t words, chunks;
   int slots;
 } shadow;
 size_t shadow_bytes(size_t words, int slots);

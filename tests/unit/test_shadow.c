@@ -7,10 +7,15 @@
  * ordered before the second: the same thread, a CTA barrier between them
  * (the CTA's clock moved on), a warp barrier between two threads of one
  * warp, or, for other units, the clocks (the first at most what the
- * second's unit has seen). Hand-made accesses on a shadow of one word.
+ * second's unit has seen). Hand-made accesses on a shadow of one word,
+ * and on one of many words: a conflict is found in any chunk and slot,
+ * and a check over words that nothing touched reads none of the
+ * readers' pages.
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "sim.h"
 #include "shadow.h"
@@ -98,6 +103,51 @@ int main(void)
     a.clock = 6; /* after a CTA barrier: both reads are ordered before */
     EXPECT(shadow_check(&s, 0, &a, &o, 0, 1, &other, &scope_only) == 0);
     free(s.writes);
+  }
+  /* Many words (3 chunks of 1024 and a part): a record in one chunk or
+   * slot is found there, and not taken for another's. */
+  {
+    enum { WORDS = 3 * 1024 + 5 };
+    static uint32_t clocks[8 * HB_PER_RANK];
+    const order o = {clocks, NULL};
+    shadow s = shadow_at(calloc(1, shadow_bytes(WORDS, 8)), WORDS, 8);
+    mem_access other, r = at(5, 3, 1, 5, 0, 0, R), w = at(2, 3, 1, 9, 0, 0, W);
+    int scope_only;
+    EXPECT(shadow_check(&s, 2047, &r, &o, 5, 1, &other, &scope_only) == 0);
+    EXPECT(shadow_check(&s, 2048, &w, &o, 2, 1, &other, &scope_only) == 0);
+    EXPECT(shadow_check(&s, 2046, &w, &o, 2, 1, &other, &scope_only) == 0);
+    EXPECT(shadow_check(&s, 2047, &w, &o, 2, 1, &other, &scope_only) == 1);
+    EXPECT(other.rank == 5 && !other.writes);
+    EXPECT(shadow_check(&s, WORDS - 1, &r, &o, 5, 1, &other, &scope_only) == 0);
+    EXPECT(shadow_check(&s, WORDS - 1, &w, &o, 2, 1, &other, &scope_only) == 1);
+    EXPECT(shadow_check(&s, 2048, &r, &o, 5, 1, &other, &scope_only) == 1);
+    EXPECT(other.rank == 2 && other.writes);
+    free(s.writes);
+  }
+  /* A write checked over words nothing touched reads none of the eight
+   * readers' slots: their pages stay out of memory (mincore). */
+  {
+    const size_t words = 64 * 1024;
+    static uint32_t clocks[8 * HB_PER_RANK];
+    const order o = {clocks, NULL};
+    const long page = sysconf(_SC_PAGESIZE);
+    void *m = mmap(NULL, shadow_bytes(words, 8), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    EXPECT(m != MAP_FAILED);
+    shadow s = shadow_at(m, words, 8);
+    mem_access other, w = at(0, HB_HOST, 0, 1, 0, 0, W);
+    int scope_only, found = 0;
+    for (size_t i = 0; i < words; i++)
+      found |= shadow_check(&s, i, &w, &o, 0, 1, &other, &scope_only);
+    EXPECT(found == 0);
+    const size_t bytes = words * 8 * sizeof(uint64_t);
+    unsigned char in[bytes / 4096 + 1];
+    size_t resident = 0;
+    EXPECT(mincore(s.reads, bytes, in) == 0);
+    for (size_t i = 0; i < (bytes + (size_t)page - 1) / (size_t)page; i++)
+      resident += in[i] & 1;
+    EXPECT(resident == 0);
+    munmap(m, shadow_bytes(words, 8));
   }
   if (test_failures != 0) {
     fprintf(stderr, "test_shadow: %d failure(s)\n", test_failures);
