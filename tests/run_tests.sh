@@ -43,9 +43,6 @@ cd "$(dirname "$0")/.." || exit 1
 . tests/lib/environment.sh
 ROOT=$PWD
 B=$ROOT/tests/build
-# The simulated lessons' common headers, precompiled once for all of the
-# suite's builds of a main.cu (tests/sim/compile_cu.sh).
-export NCCLSIM_PCH_DIR=$B/pch
 LOG=${TEST_LOGS:-$B/logs}
 TIMEOUT=${TEST_TIMEOUT:-60}
 FILTER=${TEST_FILTER:-}

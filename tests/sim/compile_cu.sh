@@ -45,50 +45,11 @@ for a in "${args[@]}"; do
 done
 log=${out%.o}.sim.log
 status=0
-# -Wno-unknown-pragmas: nvcc's `#pragma unroll`, which g++ does not know.
-common=(-std=c++17 -I"$here/include" -Wall -Wextra -Werror -Wno-unknown-pragmas -Wno-missing-field-initializers
-  -fsanitize=thread)
-# NCCLSIM_PCH_DIR (the test suite sets it; tools/simulate.sh does not): the
-# headers every lesson includes first, compiled once per compiler and
-# flags into a precompiled header there, rebuilt when one of them is newer
-# (most of a compile is these headers). g++ reads it only if it was made
-# with the same options, and else compiles the headers as always.
-# Only for a main.cu that includes <nccl_device.h> and defines nothing
-# before it (the header then comes first, as it would).
-pch=()
-if [ -n "${NCCLSIM_PCH_DIR:-}" ] &&
-  sed -n '1,/^[[:space:]]*#[[:space:]]*include[[:space:]]*<nccl_device\.h>/p' "$src" | grep -q '<nccl_device\.h>' &&
-  ! sed -n '1,/^[[:space:]]*#[[:space:]]*include[[:space:]]*<nccl_device\.h>/p' "$src" | grep -qE '^[[:space:]]*#[[:space:]]*(define|undef|pragma|if)'; then
-  pflags=() skip=0
-  for a in "${flags[@]}"; do
-    if [ $skip = 1 ]; then skip=0; continue; fi
-    case $a in -o | -MF | -MT | -MQ) skip=1 ;; -c | -MMD | -MD | -MP) ;; *) pflags+=("$a") ;; esac
-  done
-  key=$(printf '%s\n' "$cxx" "$("$cxx" --version | head -n 1)" "${common[@]}" "${pflags[@]}" | cksum | tr ' ' -)
-  header=$NCCLSIM_PCH_DIR/$key.h
-  mkdir -p "$NCCLSIM_PCH_DIR"
-  (
-    flock 9
-    stale=1
-    if [ -s "$header.gch" ] && [ -s "$header.d" ]; then
-      deps=$(sed -e 's/\\$//' -e 's/^[^:]*://' "$header.d" | tr -s ' \n' '\n' | grep -v '^$')
-      stale=0
-      for d in $deps; do
-        [ -e "$d" ] && [ ! "$d" -nt "$header.gch" ] || { stale=1; break; }
-      done
-    fi
-    if [ $stale = 1 ]; then
-      printf '#include <stdio.h>\n#include <stdlib.h>\n#include <cuda_runtime.h>\n#include <nccl.h>\n#include <nccl_device.h>\n' >"$header"
-      LC_ALL=C "$cxx" -x c++-header "${common[@]}" -MMD -MF "$header.d.tmp" "${pflags[@]}" -o "$header.gch.tmp" "$header" 2>/dev/null &&
-        mv -f "$header.d.tmp" "$header.d" && mv -f "$header.gch.tmp" "$header.gch" ||
-        rm -f "$header.gch" "$header.d" "$header.gch.tmp" "$header.d.tmp"
-    fi
-  ) 9>"$header.lock"
-  [ -s "$header.gch" ] && pch=(-include "$header")
-fi
 # -iquote: the lesson's own headers beside main.cu (04_allreduce_fast's
 # kernels.cuh), which the rewritten copy no longer sits beside.
-LC_ALL=C "$cxx" -x c++ "${common[@]}" "${pch[@]}" -iquote "$(dirname "$src")" -MMD -MP "${flags[@]}" "$rewritten" 2>"$log" || status=$?
+# -Wno-unknown-pragmas: nvcc's `#pragma unroll`, which g++ does not know.
+LC_ALL=C "$cxx" -x c++ -std=c++17 -I"$here/include" -iquote "$(dirname "$src")" -Wall -Wextra -Werror -Wno-unknown-pragmas \
+  -Wno-missing-field-initializers -fsanitize=thread -MMD -MP "${flags[@]}" "$rewritten" 2>"$log" || status=$?
 cat "$log" >&2
 if [ $status != 0 ]; then
   # The names the compiler did not find, said once each.
