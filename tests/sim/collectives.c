@@ -150,7 +150,10 @@ long long run_collective(const sim_node *node, long long ready_ns)
   const size_t out_count = node->allgather ? count * n : count;
   exchange(comm, LANE_WORK, call, count, ready_ns, node->send, bytes);
   long long start_ns = ready_ns;
-  unsigned char *out = calloc(out_count ? out_count : 1, size);
+  /* (Written before it is read: a sum starts from rank 0's data as 0 +
+   * it. Reading fresh pages first would map the zero page, and each first
+   * write then copies it and flushes every thread's TLB.) */
+  unsigned char *out = malloc(out_count ? out_count * size : 1);
   unsigned char *peer_data = malloc(bytes ? bytes : 1);
   if (out == NULL || peer_data == NULL)
     violation(comm, "collective-calls", call, "out of memory");
@@ -164,7 +167,10 @@ long long run_collective(const sim_node *node, long long ready_ns)
       start_ns = peer.arg;
     if (node->allgather)
       memcpy(out + (size_t)r * bytes, peer_data, bytes);
-    else /* float sums (call_collective) */
+    else if (r == 0) /* float sums (call_collective) */
+      for (size_t i = 0; i < count; i++)
+        ((float *)(void *)out)[i] = 0.0f + ((const float *)(void *)peer_data)[i];
+    else
       for (size_t i = 0; i < count; i++)
         ((float *)(void *)out)[i] += ((const float *)(void *)peer_data)[i];
   }
