@@ -101,7 +101,7 @@ static void run(const work *w)
     break;
   case WORK_MEMSET:
     hb_host_access(w->dst, w->size, HB_WRITE);
-    memset(w->dst, w->bytes[0], w->size);
+    sim_memset(w->dst, w->bytes[0], w->size);
     break;
   case WORK_FILL:
     for (size_t i = 0; i < w->size; i++)

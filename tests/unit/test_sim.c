@@ -66,6 +66,37 @@ static void fresh_memory_is_nan(void)
   EXPECT(ncclMemFree(d) == ncclSuccess);
 }
 
+/* cudaMalloc's memory, small and large (a MiB or more is mapped, not
+ * written): all-ones bytes (NaN) until written; a zero cudaMemsetAsync of a
+ * range that starts and ends inside pages zeroes exactly that range, and
+ * the memory is fresh garbage again in the next allocation. */
+static void cuda_malloc_is_garbage_until_set(void)
+{
+  const size_t sizes[] = {4096, (size_t)3 << 20};
+  for (int k = 0; k < 2; k++) {
+    for (int again = 0; again < 2; again++) {
+      const size_t n = sizes[k];
+      unsigned char *d = NULL, *host = malloc(n);
+      EXPECT(host != NULL && cudaMalloc((void **)&d, n) == cudaSuccess);
+      EXPECT(cudaMemcpy(host, d, n, cudaMemcpyDeviceToHost) == cudaSuccess);
+      size_t ones = 0;
+      for (size_t i = 0; i < n; i++)
+        ones += host[i] == 0xFF;
+      EXPECT(ones == n);
+      const size_t from = 100, to = n - 7;
+      EXPECT(cudaMemsetAsync(d + from, 0, to - from, cudaStreamPerThread) == cudaSuccess);
+      EXPECT(cudaStreamSynchronize(cudaStreamPerThread) == cudaSuccess);
+      EXPECT(cudaMemcpy(host, d, n, cudaMemcpyDeviceToHost) == cudaSuccess);
+      size_t right = 0;
+      for (size_t i = 0; i < n; i++)
+        right += host[i] == (i >= from && i < to ? 0 : 0xFF);
+      EXPECT(right == n);
+      EXPECT(cudaFree(d) == cudaSuccess);
+      free(host);
+    }
+  }
+}
+
 /* The AllReduce of one rank copies send to recv: what it read from send. */
 static float collective_reads(ncclComm_t comm, float *send, float *recv,
                               cudaStream_t stream)
@@ -304,6 +335,7 @@ static void captured_work_runs_at_launch(void)
 int main(void)
 {
   fresh_memory_is_nan();
+  cuda_malloc_is_garbage_until_set();
   copies_land_on_their_stream();
   collectives_run_when_waited_for();
   handles_per_version();
