@@ -2,6 +2,7 @@
  * the examples make, as CUDA orders them on streams (see sim.h); a
  * kernel's access that faults, named. */
 #include "sim.h"
+#include "garbage.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -37,40 +38,6 @@ static void *shared_pages(size_t size, int *fd, size_t *mapped)
   return p;
 }
 
-/* cudaMalloc's memory of GARBAGE_FROM bytes or more: a private mapping of
- * one memfd of all-ones bytes (see new_alloc), which grows to the largest
- * such allocation. Its pages read as the file's until written, and a
- * write copies the page: a large allocation starts as garbage without
- * being written. NULL if out of memory. */
-#define GARBAGE_FROM ((size_t)1 << 20)
-static pthread_mutex_t garbage_lock = PTHREAD_MUTEX_INITIALIZER;
-static int garbage_fd = -1;
-static size_t garbage_bytes;
-
-static void *garbage_pages(size_t size, size_t *mapped)
-{
-  const size_t page = (size_t)sysconf(_SC_PAGESIZE);
-  *mapped = (size + page - 1) / page * page;
-  void *p = MAP_FAILED;
-  pthread_mutex_lock(&garbage_lock);
-  if (garbage_fd < 0)
-    garbage_fd = memfd_create("cudaMalloc-garbage", MFD_CLOEXEC);
-  if (garbage_fd >= 0 && *mapped > garbage_bytes &&
-      ftruncate(garbage_fd, (off_t)*mapped) == 0) {
-    void *more = mmap(NULL, *mapped - garbage_bytes, PROT_WRITE, MAP_SHARED,
-                      garbage_fd, (off_t)garbage_bytes);
-    if (more != MAP_FAILED) {
-      memset(more, 0xFF, *mapped - garbage_bytes);
-      munmap(more, *mapped - garbage_bytes);
-      garbage_bytes = *mapped;
-    }
-  }
-  if (garbage_fd >= 0 && *mapped <= garbage_bytes)
-    p = mmap(NULL, *mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE, garbage_fd, 0);
-  pthread_mutex_unlock(&garbage_lock);
-  return p == MAP_FAILED ? NULL : p;
-}
-
 void release_alloc(sim_alloc *a)
 {
   if (a->fd >= 0) {
@@ -81,33 +48,6 @@ void release_alloc(sim_alloc *a)
   else
     free(a->base);
   free(a);
-}
-
-/* memset for the stream's worker: the whole pages of a zero memset of a
- * large cudaMalloc allocation become fresh zero pages (the same contents,
- * without writing them); the rest is written. */
-void sim_memset(void *dst, int value, size_t count)
-{
-  unsigned char *d = dst, *from = d, *to = d;
-  if (value == 0 && count >= GARBAGE_FROM) {
-    pthread_mutex_lock(&lock);
-    const sim_alloc *a = find_alloc(dst, count);
-    const int remap = a != NULL && a->kind == FROM_CUDA_MALLOC && a->mapped > 0;
-    pthread_mutex_unlock(&lock);
-    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    from = (unsigned char *)(((uintptr_t)d + page - 1) / page * page);
-    to = (unsigned char *)(((uintptr_t)d + count) / page * page);
-    if (!remap || to <= from ||
-        mmap(from, (size_t)(to - from), PROT_READ | PROT_WRITE,
-             MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
-      from = to = d;
-  }
-  if (from == to) {
-    memset(d, value, count);
-    return;
-  }
-  memset(d, 0, (size_t)(from - d));
-  memset(to, 0, (size_t)(d + count - to));
 }
 
 void *new_alloc(size_t size, enum alloc_kind kind)

@@ -9,6 +9,7 @@
  * its collective leaves the others waiting in their synchronisation, as on
  * a GPU. */
 #include "sim.h"
+#include "garbage.h"
 
 #include "ncclsim_device.h"
 

@@ -118,10 +118,8 @@ typedef struct sim_alloc {
   enum alloc_kind kind;
   int device;
   /* ncclMemAlloc memory is a memfd mapping that peers of other processes
-   * map too, as NCCL exports its memory (device.c); a guard page after
-   * it faults on an access past the end. -1 for cudaMalloc's, whose
-   * mapped is 0 unless it is a private mapping of whole pages (memory.c:
-   * a MiB or more). */
+   * map too, as NCCL exports its memory (device.c), a guard page after it
+   * faulting on an access past the end; cudaMalloc's: -1, 0 (garbage.h). */
   int fd;
   size_t mapped; /* bytes mapped, a whole number of pages */
 } sim_alloc;
@@ -342,7 +340,6 @@ void check_shared_context(const char *call, cudaStream_t stream);
 /* memory.c: a new allocation of `kind`, and the one that starts at p,
  * taken out of the list (NULL: none). */
 void *new_alloc(size_t size, enum alloc_kind kind);
-void sim_memset(void *dst, int value, size_t count);
 sim_alloc *take_alloc(const void *p);
 /* Unmaps or frees an allocation taken out of the list, and the record. */
 void release_alloc(sim_alloc *a);
