@@ -25,7 +25,7 @@
 #                   the suite from inside the suite uses its own)
 # TEST_MPI=1        run the MPI cases even if the check before them finds
 #                   that Open MPI cannot connect 2 local ranks here
-# TEST_LANES=1      a whole run in one lane (default 3: three groups of
+# TEST_LANES=1      a whole run in one lane (default 4: four groups of
 #                   suites at once)
 # TEST_SUITE=name   run one file of tests/suites alone, named with or
 #                   without its number and .sh (60-bench, bench), building
@@ -137,10 +137,11 @@ run_suite() { # FILE: runs its cases, then says how long it took
   fi
 }
 
-# A whole run takes three lanes at once (most cases wait on processes,
-# timers or builds of their own): each suite names its lane at its top
-# ("# Lane: first", second, third or last). The suites of the second and
-# third lanes run in the background, their TAP lines kept and numbered
+# A whole run takes four lanes at once (most cases wait on processes,
+# timers or builds of their own, and a lane that waits leaves the cores to
+# the others): each suite names its lane at its top ("# Lane: first",
+# second, third, fourth or last). The suites of the second, third and
+# fourth lanes run in the background, their TAP lines kept and numbered
 # after the first lane's. The fault suites share the census
 # (tests/faults/cell.sh), so they keep to one lane. The check over the whole
 # run's logs (99-coverage.sh) is the last. Everything the lanes `need` was
@@ -149,8 +150,8 @@ run_suite() { # FILE: runs its cases, then says how long it took
 # make target: not in a whole or filtered run.
 lane_of() { sed -n 's/^# Lane: \([a-z]*\).*/\1/p' "$1" | head -n 1; }
 for suite in tests/suites/*.sh; do
-  case $(lane_of "$suite") in first | second | third | last | own) ;; *)
-    echo "run_tests.sh: $suite names no lane: add a line '# Lane: first' (or second, third, last, own) at its top" >&2
+  case $(lane_of "$suite") in first | second | third | fourth | last | own) ;; *)
+    echo "run_tests.sh: $suite names no lane: add a line '# Lane: first' (or second, third, fourth, last, own) at its top" >&2
     exit 2
     ;;
   esac
@@ -173,18 +174,21 @@ background_lane() { # NAME: runs its suites in the background, TAP to LOG/NAME-l
 [ -n "$LIST" ] || guard_start
 if [ -n "$ONLY" ]; then
   run_suite $ONLY
-elif [ -z "$LIST" ] && [ -z "$FILTER" ] && [ "${TEST_LANES:-3}" = 3 ]; then
+elif [ -z "$LIST" ] && [ -z "$FILTER" ] && [ "${TEST_LANES:-4}" != 1 ]; then
   background_lane second
   second_lane=$!
   background_lane third
   third_lane=$!
-  guard_keep "$second_lane" "$third_lane"
-  LANE_PIDS="$second_lane $third_lane" # (a case's CPU: tests/lib/tap.sh)
+  background_lane fourth
+  fourth_lane=$!
+  guard_keep "$second_lane" "$third_lane" "$fourth_lane"
+  LANE_PIDS="$second_lane $third_lane $fourth_lane" # (a case's CPU: tests/lib/tap.sh)
   whole=$total lane="first lane" total=""
   run_lane first
-  wait "$second_lane" "$third_lane"
+  wait "$second_lane" "$third_lane" "$fourth_lane"
   replay_tap "$LOG/second-lane.tap"
   replay_tap "$LOG/third-lane.tap"
+  replay_tap "$LOG/fourth-lane.tap"
   lane="" total=$whole
   run_lane last
 else

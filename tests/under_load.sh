@@ -4,7 +4,7 @@
 # verdicts must be those of a quiet run: no case may depend on how fast the
 # machine is. Exits as the suite does; the hog ends with it.
 # TEST_HOGS_PER_CORE=N: N busy loops per core instead of 2 (N >= 2).
-# The suite's three lanes then share each core with N loops: the limits
+# The suite's four lanes then share each core with N loops: the limits
 # per command and per case, TEST_TIMEOUT and TEST_CASE_LIMIT, are N + 1
 # times their defaults (at N = 2 a 4-rank lesson of 1048576 floats, or a
 # whole simulate.sh build, can take over 60 s on a slow machine).

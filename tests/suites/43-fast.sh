@@ -8,7 +8,7 @@
 # fast/offsets/..., fast/rules/..., fast/wrong/..., fast/bench/...,
 # fast/simulate/..., fast/properties/... (tests/oracles/properties.py)
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
-# Lane: second (tests/run_tests.sh runs the lanes of a whole run at once)
+# Lane: fourth (tests/run_tests.sh runs the lanes of a whole run at once)
 
 FAST_MEASURED=$([ -e "${CUDA_HOME:-/usr/local/cuda}/include/cupti.h" ] && echo --measured)
 

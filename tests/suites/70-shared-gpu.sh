@@ -2,7 +2,7 @@
 # Cases: shared-gpu/pthread/... and shared-gpu/mpi/... (threads, MPI),
 # shared-gpu/asan-pthread/..., shared-gpu/tsan-pthread/..., shared-gpu/unit/....
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
-# Lane: third (tests/run_tests.sh runs the lanes of a whole run at once)
+# Lane: fourth (tests/run_tests.sh runs the lanes of a whole run at once)
 
 # ------------------------------------------- several ranks on one GPU
 # NCCL >= 2.30 lets ranks share a GPU when NCCL_MULTI_RANK_GPU_ENABLE=1;

@@ -4,7 +4,7 @@
 # file, docs/FILE. The controls give doc_blocks.py the pages of
 # tests/data/docs and want each to fail, and say why.
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
-# Lane: first (tests/run_tests.sh runs the lanes of a whole run at once)
+# Lane: fourth (tests/run_tests.sh runs the lanes of a whole run at once)
 
 if ! command -v python3 >/dev/null; then
   skip docs/every-shell-block-marked "python3 not installed"
