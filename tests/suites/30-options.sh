@@ -1,6 +1,6 @@
 # The real programs, as users built them: options, and no GPU here.
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
-# Lane: second (tests/run_tests.sh runs the lanes of a whole run at once)
+# Lane: fourth (tests/run_tests.sh runs the lanes of a whole run at once)
 
 # --------------------------------- the real programs: options and no GPU
 for p in $PROGRAMS; do

@@ -1,7 +1,7 @@
 # tools/compare_nccl_tests.py, this bench beside nccl-tests: on recorded
 # stand-ins, with a stand-in nccl-tests that hangs, its usage and help.
 # Sourced by tests/run_tests.sh (tests/lib/tap.sh: begin, need, run, want_*, end).
-# Lane: first (tests/run_tests.sh runs the lanes of a whole run at once)
+# Lane: fourth (tests/run_tests.sh runs the lanes of a whole run at once)
 
 # tools/compare_nccl_tests.py on recorded stand-ins (tests/data/compare):
 # the verdicts the invented numbers call for, the overlap rows ignored.
