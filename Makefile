@@ -105,7 +105,7 @@ help:
 	@echo "make 03_allreduce_lsa  build ./allreduce_lsa (NCCL >= 2.30.7 headers, nvcc; not part of make)"
 	@echo "make 04_allreduce_fast build ./allreduce_fast (the same needs; not part of make)"
 	@echo "make MPI=1           build for mpirun (one process per GPU)"
-	@echo "make test            run the test suite (no GPU needed; about 6.5 minutes on 2 cores)"
+	@echo "make test            run the test suite (no GPU needed; about 5 minutes on 2 cores)"
 	@echo "make test-gpu        what needs a GPU: the GPU cases, compute-sanitizer, the docs' GPU blocks, PyTorch where it is (NCCL_HOME=dir for allreduce_lsa)"
 	@echo "make test-kernels    kernels on the simulated GPU's memory at 2-8 ranks, 20 seeds (no GPU needed; half an hour)"
 	@echo "make test-facts      the simulation against every record of docs/facts, 4 ranks and other machines too (no GPU needed; a minute)"

@@ -474,3 +474,32 @@ if lsa_case kernels/seed/same-seed-same-message-after-the-writer; then
     why+="the messages differ, or say another cause: $(cat "$f".*.* | sort | uniq -c | cut -c1-300 | head -n 3 | tr '\n' ' '); "
   end
 fi
+
+# tools/kernels_on_gpu.sh writes the kernel cases' sources as the suite
+# makes them: one per kernel_cases line of 42-kernels.sh, each with what
+# the suite expects of it, the lesson's own main.cu unchanged and a case's
+# edit made; without NCCL_HOME, or without a GPU, it refuses, naming why.
+if begin kernels/on-a-gpu/writes-the-suites-cases; then
+  run env EXPORT_ONLY=1 bash tools/kernels_on_gpu.sh "$TMPDIR/kernels-gpu"
+  want_status 0
+  want_out "$(grep -cE '^(RUNS=[^ ]* |KERNEL_COUNT=[0-9]* )*kernel_cases (correct|wrong) ' tests/suites/42-kernels.sh) kernel cases in $TMPDIR/kernels-gpu/src"
+  k=$TMPDIR/kernels-gpu/src
+  cmp -s "$k/lesson/main.cu" 03_allreduce_lsa/c/main.cu || why+="lesson/main.cu is not the lesson's; "
+  grep -q 'memory_order_release); /\* middle \*/' "$k/two-shot-release-middle/main.cu" ||
+    why+="two-shot-release-middle lacks its release-only middle barrier; "
+  [ "$(cat "$k/float4-tail/case" 2>/dev/null)" = "$(printf 'kind wrong\nrule memory-access\ncount 4099')" ] ||
+    why+="float4-tail/case: '$(tr '\n' ' ' <"$k/float4-tail/case" 2>/dev/null)'; "
+  end
+fi
+if [ "$NGPUS" = 0 ] && begin kernels/on-a-gpu/refuses-without-nccl-home-or-a-gpu; then
+  run env -u NCCL_HOME bash tools/kernels_on_gpu.sh "$TMPDIR/kernels-gpu-2"
+  want_status 2
+  want_err "kernels_on_gpu.sh: NCCL_HOME is not set: it names the NCCL (>= 2.30.7) to build and run with"
+  NCCL_HOME=$TMPDIR run bash tools/kernels_on_gpu.sh "$TMPDIR/kernels-gpu-2" two-shot
+  want_status 2
+  want_err "kernels_on_gpu.sh: no GPU here (nvidia-smi -L lists none)"
+  run env NCCL_HOME="$TMPDIR" bash tools/kernels_on_gpu.sh "$TMPDIR/kernels-gpu-2" no-such-kernel
+  want_status 2
+  want_err "kernels_on_gpu.sh: no kernel case named 'no-such-kernel'"
+  end
+fi
