@@ -23,9 +23,9 @@ fast_run() { # VARIANT NRANKS ARGS...
 }
 
 # Every rank count, with a count that is not a multiple of 4 (a scalar
-# tail) nor of any rank count from 2 to 8 (4099 is prime); MPI at 1, 2, 4
-# and 8; a few counts more at 3 and 4 ranks: one float, fewer than one
-# vector, and more than one CTA's 8192 floats.
+# tail) nor of any rank count from 2 to 8 (4099 is prime), as threads and
+# as MPI processes; a few counts more at 3 and 4 ranks: one float, fewer
+# than one vector, and more than one CTA's 8192 floats.
 fast_output_case() { # VARIANT NRANKS COUNT [properties]
   local variant=$1 n=$2 count=$3 name="fast/$1/allreduce_fast-$2-count-$3"
   [ "${4:-}" = properties ] && name="fast/properties/${variant#fast-}-$n-count-$count"
@@ -39,7 +39,7 @@ fast_output_case() { # VARIANT NRANKS COUNT [properties]
   end
 }
 for n in 1 2 3 4 5 6 7 8; do fast_output_case fast-pthread $n 4099; done
-for n in 1 2 4 8; do fast_output_case fast-mpi $n 4099; done
+for n in 1 2 3 4 5 6 7 8; do fast_output_case fast-mpi $n 4099; done
 for c in 1 3 100003; do fast_output_case fast-pthread 3 $c; done
 fast_output_case fast-pthread 4 131072 # at the one-shot's limit: 4 x 512 KiB read
 fast_output_case fast-pthread 4 131073 # one float past it: the push kernel
